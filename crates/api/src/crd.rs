@@ -1,0 +1,121 @@
+//! The CustomResourceDefinition, generated from the Rust types (never hand-edited).
+//! `crdgen` prints it; `make manifests` writes it to the chart and to `deploy/`.
+
+use crate::Error;
+use crate::types::Redis;
+use kube::CustomResourceExt;
+
+/// Files that hold the committed copy of the generated CRD, relative to the repository root.
+pub const COMMITTED_CRD_PATHS: [&str; 2] =
+    ["charts/redis-operator/crds/redis.yaml", "deploy/crd.yaml"];
+
+const HEADER: &str = "# Generated from crates/api by `make manifests` (cargo run -p api --bin crdgen). Do not edit.\n";
+
+/// The CRD as YAML, with a header saying where it comes from.
+pub fn crd_yaml() -> Result<String, Error> {
+    let body = serde_norway::to_string(&Redis::crd()).map_err(Error::RenderCrd)?;
+    Ok(format!("{HEADER}{body}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::path::Path;
+
+    fn crd_json() -> Value {
+        serde_json::to_value(Redis::crd()).expect("crd encodes")
+    }
+
+    #[test]
+    fn names_scope_and_categories_are_as_designed() {
+        let crd = crd_json();
+        assert_eq!(crd["metadata"]["name"], "redis.myapp.tangx.in");
+        let spec = &crd["spec"];
+        assert_eq!(spec["group"], "myapp.tangx.in");
+        assert_eq!(spec["scope"], "Namespaced");
+        assert_eq!(spec["names"]["kind"], "Redis");
+        assert_eq!(spec["names"]["plural"], "redis");
+        assert_eq!(spec["names"]["shortNames"], serde_json::json!(["rds"]));
+        assert_eq!(spec["names"]["categories"], serde_json::json!(["all"]));
+    }
+
+    #[test]
+    fn schema_carries_the_tutorial_bounds_and_descriptions() {
+        let crd = crd_json();
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["name"], "v1");
+        let props = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+        assert_eq!(props["port"]["minimum"].as_f64(), Some(1234.0));
+        assert_eq!(props["port"]["maximum"].as_f64(), Some(54321.0));
+        assert_eq!(props["replicas"]["minimum"].as_f64(), Some(0.0));
+        assert_eq!(props["image"]["minLength"], 1);
+        let policies = props["imagePullPolicy"]["enum"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for policy in ["Always", "IfNotPresent", "Never"] {
+            assert!(
+                policies.contains(&policy.into()),
+                "{policy} missing from {policies:?}"
+            );
+        }
+        for field in ["replicas", "image", "port", "imagePullPolicy", "resources"] {
+            let description = props[field]["description"].as_str().unwrap_or_default();
+            assert!(
+                description.len() > 20,
+                "spec.{field} needs a description for kubectl explain"
+            );
+        }
+        let required = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"];
+        assert!(
+            required.is_null() || required == &serde_json::json!([]),
+            "spec fields are optional: {required}"
+        );
+    }
+
+    #[test]
+    fn subresources_and_printer_columns_are_present() {
+        let crd = crd_json();
+        let version = &crd["spec"]["versions"][0];
+        assert!(version["subresources"]["status"].is_object());
+        let scale = &version["subresources"]["scale"];
+        assert_eq!(scale["specReplicasPath"], ".spec.replicas");
+        assert_eq!(scale["statusReplicasPath"], ".status.replicas");
+        assert_eq!(scale["labelSelectorPath"], ".status.selector");
+        let columns: Vec<_> = version["additionalPrinterColumns"]
+            .as_array()
+            .expect("printer columns")
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap_or_default(),
+                    c["jsonPath"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            columns,
+            vec![
+                ("Replicas", ".status.replicas"),
+                ("Ready", ".status.readyReplicas"),
+                ("Image", ".spec.image"),
+                ("Port", ".spec.port"),
+                ("Age", ".metadata.creationTimestamp"),
+            ]
+        );
+    }
+
+    #[test]
+    fn committed_crd_files_match_the_generated_one() {
+        let generated = crd_yaml().expect("crd renders");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for path in COMMITTED_CRD_PATHS {
+            let committed = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+            assert!(
+                committed == generated,
+                "{path} differs from the CRD generated from crates/api; run `make manifests` and commit the result"
+            );
+        }
+    }
+}

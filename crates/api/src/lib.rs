@@ -1,0 +1,33 @@
+//! The `Redis` custom resource (`myapp.tangx.in/v1`) and the pure rules that the controller and
+//! the admission webhook share. Nothing here performs I/O.
+//!
+//! Where each rule of DESIGN.md lives:
+//! - §1 the API and its schema: [`types`]; the CRD YAML: [`crd`].
+//! - §1 defaults (filled by the mutating webhook): [`defaults`].
+//! - §2 admission rules (validating webhook): [`validation`].
+//! - §3 pod names, labels and the selector: [`pods`].
+
+pub mod crd;
+pub mod defaults;
+pub mod pods;
+pub mod types;
+pub mod validation;
+
+pub use types::{ImagePullPolicy, Redis, RedisSpec, RedisStatus};
+pub use validation::{Policy, Verdict, Violation};
+
+/// The API group of the `Redis` resource.
+pub const GROUP: &str = "myapp.tangx.in";
+
+/// The finalizer the controller keeps on every `Redis` until its pods are gone.
+pub const FINALIZER: &str = "myapp.tangx.in/cleanup";
+
+/// While this annotation is `"true"`, the validating webhook refuses to delete the `Redis`.
+pub const DELETION_PROTECTION_ANNOTATION: &str = "myapp.tangx.in/deletion-protection";
+
+/// The one error type of this crate.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("could not render the CustomResourceDefinition as YAML: {0}")]
+    RenderCrd(#[source] serde_norway::Error),
+}

@@ -1,0 +1,134 @@
+//! Names and labels of the pods a `Redis` owns (DESIGN §3). Both the controller (which creates
+//! and selects pods) and the status selector use these, so they can never disagree.
+
+use std::collections::BTreeMap;
+
+/// The tutorial's label, kept so its `kubectl get pods -l app=<name>` habits still work.
+pub const LABEL_APP: &str = "app";
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// Value of `app.kubernetes.io/name` on every pod.
+pub const APP_NAME: &str = "redis";
+/// Value of `app.kubernetes.io/managed-by` on every pod; also selects the pods the controller watches.
+pub const MANAGER: &str = "redis-operator";
+
+/// Pod `ordinal` of the Redis `redis_name`: `<name>-<ordinal>`.
+pub fn pod_name(redis_name: &str, ordinal: u32) -> String {
+    format!("{redis_name}-{ordinal}")
+}
+
+/// The ordinal of `pod_name` if it is a pod name of `redis_name` (`<name>-<digits>`, no leading
+/// zeros), else `None`. Pods of a Redis named `a-1` (`a-1-0`) are never taken for pods of `a`.
+pub fn ordinal(redis_name: &str, pod_name: &str) -> Option<u32> {
+    let digits = pod_name.strip_prefix(redis_name)?.strip_prefix('-')?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if canonical { digits.parse().ok() } else { None }
+}
+
+/// The labels that select the pods of `redis_name`; a subset of [`pod_labels`].
+pub fn selector_labels(redis_name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_NAME.to_owned(), APP_NAME.to_owned()),
+        (LABEL_INSTANCE.to_owned(), redis_name.to_owned()),
+        (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+    ])
+}
+
+/// All labels put on the pods of `redis_name`.
+pub fn pod_labels(redis_name: &str) -> BTreeMap<String, String> {
+    let mut labels = selector_labels(redis_name);
+    labels.insert(LABEL_APP.to_owned(), redis_name.to_owned());
+    labels
+}
+
+/// [`selector_labels`] as a label-selector string (`k=v,k=v`, sorted), for `status.selector`
+/// and for list/watch calls.
+pub fn selector_string(redis_name: &str) -> String {
+    to_selector(&selector_labels(redis_name))
+}
+
+/// The selector matching every pod managed by this operator, in any Redis.
+pub fn managed_pods_selector() -> String {
+    format!("{LABEL_MANAGED_BY}={MANAGER}")
+}
+
+fn to_selector(labels: &BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_names_are_name_dash_ordinal() {
+        assert_eq!(pod_name("my-op-redis", 0), "my-op-redis-0");
+        assert_eq!(pod_name("my-op-redis", 12), "my-op-redis-12");
+    }
+
+    #[test]
+    fn ordinal_parses_only_own_canonical_names() {
+        assert_eq!(ordinal("my-op-redis", "my-op-redis-0"), Some(0));
+        assert_eq!(ordinal("my-op-redis", "my-op-redis-12"), Some(12));
+        assert_eq!(ordinal("a", "a-1-0"), None, "pod of Redis a-1, not of a");
+        assert_eq!(ordinal("a-1", "a-1-0"), Some(0));
+        assert_eq!(
+            ordinal("a", "a-01"),
+            None,
+            "leading zero is not a name we make"
+        );
+        assert_eq!(ordinal("a", "a-"), None);
+        assert_eq!(ordinal("a", "a"), None);
+        assert_eq!(ordinal("a", "b-0"), None);
+        assert_eq!(ordinal("a", "a-x"), None);
+        assert_eq!(
+            ordinal("a", "a-99999999999999999999"),
+            None,
+            "overflow is not a pod of ours"
+        );
+    }
+
+    #[test]
+    fn labels_include_tutorial_and_recommended_labels() {
+        let labels = pod_labels("my-op-redis");
+        assert_eq!(labels.get("app").map(String::as_str), Some("my-op-redis"));
+        assert_eq!(
+            labels.get("app.kubernetes.io/name").map(String::as_str),
+            Some("redis")
+        );
+        assert_eq!(
+            labels.get("app.kubernetes.io/instance").map(String::as_str),
+            Some("my-op-redis")
+        );
+        assert_eq!(
+            labels
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
+            Some("redis-operator")
+        );
+        assert!(
+            selector_labels("my-op-redis")
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
+        );
+    }
+
+    #[test]
+    fn selector_string_is_sorted_and_stable() {
+        assert_eq!(
+            selector_string("my-op-redis"),
+            "app.kubernetes.io/instance=my-op-redis,app.kubernetes.io/managed-by=redis-operator,app.kubernetes.io/name=redis"
+        );
+        assert_eq!(
+            managed_pods_selector(),
+            "app.kubernetes.io/managed-by=redis-operator"
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! The `Redis` resource as stored by the API server (DESIGN §1).
+//!
+//! Every spec field is optional in the schema: the mutating webhook fills the defaults, and the
+//! accessors in [`crate::defaults`] give the effective value when it has not (webhook down).
+//! New fields (auth, persistence, replication, pod overrides) are added as further `Option`s.
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Desired state of a Redis instance: how many pods, which image, which port.
+// Several printer columns share a `type_`, which clippy mistakes for repeated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "myapp.tangx.in",
+    version = "v1",
+    kind = "Redis",
+    plural = "redis",
+    singular = "redis",
+    shortname = "rds",
+    category = "all",
+    namespaced,
+    doc = "Redis runs a set of Redis server pods named <name>-<ordinal>, managed by redis-operator.",
+    status = "RedisStatus",
+    derive = "PartialEq",
+    derive = "Default",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(
+        name = "Replicas",
+        type_ = "integer",
+        json_path = ".status.replicas",
+        description = "Pods that exist for this Redis"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "integer",
+        json_path = ".status.readyReplicas",
+        description = "Pods that are Ready"
+    ),
+    printcolumn(
+        name = "Image",
+        type_ = "string",
+        json_path = ".spec.image",
+        description = "Container image of the Redis server"
+    ),
+    printcolumn(
+        name = "Port",
+        type_ = "integer",
+        json_path = ".spec.port",
+        description = "Port redis-server listens on"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RedisSpec {
+    /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1).
+    /// Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub replicas: Option<i32>,
+
+    /// Container image that runs redis-server, e.g. "redis:7.2-alpine".
+    /// Must be a valid image reference. Defaults to "redis:7.2-alpine".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub image: Option<String>,
+
+    /// TCP port redis-server listens on inside each pod (`redis-server --port <port>`), also
+    /// the containerPort and the port the probes use. 1234..54321 (the admission webhook
+    /// may require more, by default >= 6379). Defaults to 6379.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1234, max = 54321))]
+    pub port: Option<i32>,
+
+    /// When the kubelet pulls the image: Always, IfNotPresent or Never. Defaults to IfNotPresent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<ImagePullPolicy>,
+
+    /// CPU and memory requests and limits of the redis container. None by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+}
+
+/// When the kubelet pulls the container image (core/v1 `Container.imagePullPolicy`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum ImagePullPolicy {
+    Always,
+    #[default]
+    IfNotPresent,
+    Never,
+}
+
+impl ImagePullPolicy {
+    /// The value as written in a Pod spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImagePullPolicy::Always => "Always",
+            ImagePullPolicy::IfNotPresent => "IfNotPresent",
+            ImagePullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// Observed state of a Redis instance, written by the controller through the status subresource.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedisStatus {
+    /// Number of pods that exist for this Redis (including ones not yet Ready).
+    #[serde(default)]
+    pub replicas: i32,
+
+    /// Number of pods whose Ready condition is True.
+    #[serde(default)]
+    pub ready_replicas: i32,
+
+    /// Label selector of this Redis's pods, in string form; used by the scale subresource
+    /// (`kubectl scale`, HorizontalPodAutoscaler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+
+    /// The metadata.generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired
+    /// spec and is Ready.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The tutorial's sample manifest, exactly as its readers apply it.
+    fn tutorial_sample() -> serde_json::Value {
+        json!({
+            "apiVersion": "myapp.tangx.in/v1",
+            "kind": "Redis",
+            "metadata": {"name": "my-op-redis", "namespace": "default"},
+            "spec": {"replicas": 2, "image": "redis:5-alpine", "port": 8333}
+        })
+    }
+
+    #[test]
+    fn tutorial_sample_deserializes_and_round_trips_unchanged() {
+        let redis: Redis = serde_json::from_value(tutorial_sample()).expect("sample decodes");
+        assert_eq!(redis.spec.replicas, Some(2));
+        assert_eq!(redis.spec.image.as_deref(), Some("redis:5-alpine"));
+        assert_eq!(redis.spec.port, Some(8333));
+        assert_eq!(redis.spec.image_pull_policy, None);
+        let back = serde_json::to_value(&redis).expect("sample encodes");
+        assert_eq!(back, tutorial_sample());
+    }
+
+    #[test]
+    fn empty_spec_is_accepted_and_stays_empty() {
+        let redis: Redis = serde_json::from_value(json!({
+            "apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+            "metadata": {"name": "r"}, "spec": {}
+        }))
+        .expect("empty spec decodes");
+        assert_eq!(redis.spec, RedisSpec::default());
+        assert_eq!(
+            serde_json::to_value(&redis.spec).expect("encodes"),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn unknown_pull_policy_is_refused() {
+        let res: Result<RedisSpec, _> =
+            serde_json::from_value(json!({"imagePullPolicy": "Sometimes"}));
+        assert!(res.is_err());
+    }
+
+    #[test]
+    fn status_uses_camel_case_names() {
+        let status = RedisStatus {
+            replicas: 2,
+            ready_replicas: 1,
+            selector: Some("a=b".into()),
+            observed_generation: Some(3),
+            conditions: vec![],
+        };
+        assert_eq!(
+            serde_json::to_value(&status).expect("encodes"),
+            json!({"replicas": 2, "readyReplicas": 1, "selector": "a=b", "observedGeneration": 3})
+        );
+    }
+}

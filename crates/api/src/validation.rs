@@ -1,0 +1,594 @@
+//! Admission rules (DESIGN §2): what the validating webhook refuses, and what it warns about.
+//!
+//! Every rule reports the field path and a message a `kubectl` user can act on, and a denial
+//! lists every violated rule at once. Rules read the effective spec (defaults applied), since
+//! that is what the controller will run.
+
+use crate::DELETION_PROTECTION_ANNOTATION;
+use crate::types::Redis;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use oci_spec::distribution::Reference;
+use std::fmt;
+
+/// Longest `Redis` name: it becomes the value of pod labels, which are limited to 63 characters.
+pub const MAX_NAME_LENGTH: usize = 63;
+/// Characters the API server appends to `metadata.generateName`.
+const GENERATED_SUFFIX_LENGTH: usize = 5;
+/// The schema's port bounds (the tutorial's markers), repeated here so callers other than the
+/// API server get the same answer.
+pub const SCHEMA_MIN_PORT: i32 = 1234;
+pub const SCHEMA_MAX_PORT: i32 = 54321;
+
+/// The configurable part of the rules (webhook flags `--reserved-names`, `--min-port`,
+/// `--max-replicas`; chart values of the same names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Names a `Redis` may not have (the tutorial refuses `tangx-in`).
+    pub reserved_names: Vec<String>,
+    /// Lowest `spec.port` accepted (the tutorial's rule: 6379).
+    pub min_port: i32,
+    /// Highest `spec.replicas` accepted.
+    pub max_replicas: i32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            reserved_names: vec!["tangx-in".to_owned()],
+            min_port: 6379,
+            max_replicas: 100,
+        }
+    }
+}
+
+/// One broken rule: where, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Field path as kubectl users write it, e.g. `spec.port`.
+    pub field: String,
+    pub message: String,
+}
+
+impl Violation {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Violation {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// The outcome of admission: allowed when there is no violation; warnings either way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Every violation, `field: message`, joined by `; ` (the denial's `status.message`).
+    pub fn message(&self) -> String {
+        self.violations
+            .iter()
+            .map(Violation::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl Policy {
+    /// CREATE: the name rules and the field rules.
+    pub fn validate_create(&self, redis: &Redis) -> Verdict {
+        Verdict {
+            violations: self.object_violations(redis),
+            warnings: warnings(redis),
+        }
+    }
+
+    /// UPDATE: the same rules on the new object, ratcheted: a violation the stored object
+    /// already had, with the same value, is let through with a warning instead. Without this a
+    /// policy tightened after creation (say `--min-port` raised) would refuse every later write
+    /// to existing objects, including the controller's removal of its finalizer, and deletion
+    /// would hang. A changed value is always checked.
+    pub fn validate_update(&self, new: &Redis, old: &Redis) -> Verdict {
+        let stored = self.object_violations(old);
+        let mut verdict = Verdict {
+            violations: Vec::new(),
+            warnings: warnings(new),
+        };
+        for violation in self.object_violations(new) {
+            if stored.contains(&violation) {
+                verdict.warnings.push(format!(
+                    "{violation} (allowed because the stored object already has this value; it will be refused once changed)"
+                ));
+            } else {
+                verdict.violations.push(violation);
+            }
+        }
+        verdict
+    }
+
+    /// DELETE: refused while the deletion-protection annotation is `"true"`.
+    pub fn validate_delete(&self, old: &Redis) -> Verdict {
+        let protected = old
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DELETION_PROTECTION_ANNOTATION))
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let mut verdict = Verdict::default();
+        if protected {
+            let name = old.metadata.name.as_deref().unwrap_or("<name>");
+            verdict.violations.push(Violation::new(
+                format!("metadata.annotations[{DELETION_PROTECTION_ANNOTATION}]"),
+                format!(
+                    "deletion is refused while this annotation is \"true\" \
+                     (remove it first: kubectl annotate redis/{name} {DELETION_PROTECTION_ANNOTATION}-)"
+                ),
+            ));
+        }
+        verdict
+    }
+
+    fn object_violations(&self, redis: &Redis) -> Vec<Violation> {
+        let mut violations = self.name_violations(&redis.metadata);
+        violations.extend(self.spec_violations(redis));
+        violations
+    }
+
+    fn name_violations(&self, meta: &ObjectMeta) -> Vec<Violation> {
+        let mut violations = Vec::new();
+        match (
+            meta.name.as_deref().filter(|n| !n.is_empty()),
+            meta.generate_name.as_deref(),
+        ) {
+            (Some(name), _) => {
+                if self.reserved_names.iter().any(|reserved| reserved == name) {
+                    violations.push(Violation::new(
+                        "metadata.name",
+                        format!("\"{name}\" is a reserved name"),
+                    ));
+                }
+                if name.len() > MAX_NAME_LENGTH {
+                    violations.push(Violation::new(
+                        "metadata.name",
+                        format!(
+                            "must be no more than {MAX_NAME_LENGTH} characters (it becomes a pod label value), got {}",
+                            name.len()
+                        ),
+                    ));
+                }
+            }
+            (None, Some(prefix)) if prefix.len() + GENERATED_SUFFIX_LENGTH > MAX_NAME_LENGTH => {
+                violations.push(Violation::new(
+                    "metadata.generateName",
+                    format!(
+                        "must be no more than {} characters so the generated name fits in {MAX_NAME_LENGTH}, got {}",
+                        MAX_NAME_LENGTH - GENERATED_SUFFIX_LENGTH,
+                        prefix.len()
+                    ),
+                ));
+            }
+            (None, _) => {}
+        }
+        violations
+    }
+
+    fn spec_violations(&self, redis: &Redis) -> Vec<Violation> {
+        let spec = &redis.spec;
+        let mut violations = Vec::new();
+        let defaulted = |set: bool| if set { "" } else { " (the default)" };
+
+        let replicas = spec.replicas();
+        if replicas < 0 {
+            violations.push(Violation::new(
+                "spec.replicas",
+                format!("must be >= 0, got {replicas}"),
+            ));
+        }
+        if replicas > self.max_replicas {
+            violations.push(Violation::new(
+                "spec.replicas",
+                format!(
+                    "must be <= {}, got {replicas}{}",
+                    self.max_replicas,
+                    defaulted(spec.replicas.is_some())
+                ),
+            ));
+        }
+
+        if let Err(reason) = parse_image(spec.image()) {
+            violations.push(Violation::new("spec.image", reason));
+        }
+
+        let port = spec.port();
+        let lowest = self.min_port.max(SCHEMA_MIN_PORT);
+        if port < lowest {
+            violations.push(Violation::new(
+                "spec.port",
+                format!(
+                    "must be >= {lowest}, got {port}{}",
+                    defaulted(spec.port.is_some())
+                ),
+            ));
+        }
+        if port > SCHEMA_MAX_PORT {
+            violations.push(Violation::new(
+                "spec.port",
+                format!("must be <= {SCHEMA_MAX_PORT}, got {port}"),
+            ));
+        }
+        violations
+    }
+}
+
+/// Parses an image reference the way container runtimes do (distribution's grammar), with a
+/// message naming the image when it is not one.
+fn parse_image(image: &str) -> Result<Reference, String> {
+    if image.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    image
+        .parse::<Reference>()
+        .map_err(|e| format!("\"{image}\" is not a valid image reference: {e}"))
+}
+
+/// Allowed but unwise: reported as admission warnings (kubectl prints them).
+fn warnings(redis: &Redis) -> Vec<String> {
+    let spec = &redis.spec;
+    let mut warnings = Vec::new();
+    let image = spec.image();
+    if let Ok(reference) = parse_image(image)
+        && reference.digest().is_none()
+        && reference.tag() == Some("latest")
+    {
+        let how = if image.ends_with(":latest") {
+            "uses the :latest tag"
+        } else {
+            "has no tag, so it means :latest"
+        };
+        warnings.push(format!(
+            "spec.image: \"{image}\" {how}; pods created at different times may run different Redis versions, pin a version"
+        ));
+    }
+    if spec.replicas == Some(0) {
+        warnings.push("spec.replicas: 0 runs no Redis pods".to_owned());
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::RedisSpec;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn redis(name: &str, spec: serde_json::Value) -> Redis {
+        let spec: RedisSpec = serde_json::from_value(spec).expect("test spec decodes");
+        let mut r = Redis::new(name, spec);
+        r.metadata.namespace = Some("default".into());
+        r
+    }
+
+    fn valid() -> Redis {
+        redis(
+            "my-op-redis",
+            json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 6379}),
+        )
+    }
+
+    fn fields(v: &Verdict) -> Vec<&str> {
+        v.violations.iter().map(|v| v.field.as_str()).collect()
+    }
+
+    #[test]
+    fn create_accepts_a_valid_redis_without_warnings() {
+        let v = Policy::default().validate_create(&valid());
+        assert!(v.allowed(), "{}", v.message());
+        assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    }
+
+    #[test]
+    fn create_accepts_an_empty_spec_through_its_defaults() {
+        let v = Policy::default().validate_create(&redis("r", json!({})));
+        assert!(v.allowed(), "{}", v.message());
+    }
+
+    #[test]
+    fn reserved_name_is_refused_and_others_are_not() {
+        let v = Policy::default().validate_create(&redis("tangx-in", json!({})));
+        assert_eq!(
+            v.message(),
+            "metadata.name: \"tangx-in\" is a reserved name"
+        );
+        let policy = Policy {
+            reserved_names: vec!["a".into(), "b".into()],
+            ..Policy::default()
+        };
+        assert!(!policy.validate_create(&redis("b", json!({}))).allowed());
+        assert!(
+            policy
+                .validate_create(&redis("tangx-in", json!({})))
+                .allowed(),
+            "list is configurable"
+        );
+        assert!(
+            Policy::default()
+                .validate_create(&redis("tangx-in-2", json!({})))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn port_below_min_port_is_refused_with_value() {
+        let v = Policy::default().validate_create(&redis("r", json!({"port": 6000})));
+        assert_eq!(v.message(), "spec.port: must be >= 6379, got 6000");
+        assert!(
+            Policy::default()
+                .validate_create(&redis("r", json!({"port": 6379})))
+                .allowed()
+        );
+        assert!(
+            Policy::default()
+                .validate_create(&redis("r", json!({"port": 54321})))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn min_port_is_configurable_and_applies_to_the_default_port() {
+        let policy = Policy {
+            min_port: 7000,
+            ..Policy::default()
+        };
+        let v = policy.validate_create(&redis("r", json!({})));
+        assert_eq!(
+            v.message(),
+            "spec.port: must be >= 7000, got 6379 (the default)"
+        );
+        let lax = Policy {
+            min_port: 2000,
+            ..Policy::default()
+        };
+        assert!(
+            lax.validate_create(&redis("r", json!({"port": 6000})))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn schema_port_bounds_hold_even_with_a_lax_policy() {
+        let lax = Policy {
+            min_port: 0,
+            ..Policy::default()
+        };
+        assert_eq!(
+            lax.validate_create(&redis("r", json!({"port": 1000})))
+                .message(),
+            "spec.port: must be >= 1234, got 1000"
+        );
+        assert_eq!(
+            lax.validate_create(&redis("r", json!({"port": 60000})))
+                .message(),
+            "spec.port: must be <= 54321, got 60000"
+        );
+    }
+
+    #[test]
+    fn long_names_are_refused() {
+        let ok = "a".repeat(63);
+        let long = "a".repeat(64);
+        assert!(
+            Policy::default()
+                .validate_create(&redis(&ok, json!({})))
+                .allowed()
+        );
+        let v = Policy::default().validate_create(&redis(&long, json!({})));
+        assert_eq!(fields(&v), vec!["metadata.name"]);
+        assert!(
+            v.message().contains("no more than 63 characters"),
+            "{}",
+            v.message()
+        );
+    }
+
+    #[test]
+    fn generate_name_must_leave_room_for_the_suffix() {
+        let mut r = redis("", json!({}));
+        r.metadata.name = None;
+        r.metadata.generate_name = Some("a".repeat(58));
+        assert!(Policy::default().validate_create(&r).allowed());
+        r.metadata.generate_name = Some("a".repeat(59));
+        assert_eq!(
+            fields(&Policy::default().validate_create(&r)),
+            vec!["metadata.generateName"]
+        );
+    }
+
+    #[test]
+    fn image_references_are_checked_properly() {
+        for good in [
+            "redis",
+            "redis:7.2-alpine",
+            "library/redis:7",
+            "docker.io/library/redis:7.2",
+            "localhost:5000/team/redis:1.0",
+            "ghcr.io/acme/redis@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ] {
+            let v = Policy::default().validate_create(&redis("r", json!({"image": good})));
+            assert!(v.allowed(), "{good}: {}", v.message());
+        }
+        for bad in [
+            "Redis:7",
+            "redis:",
+            "redis::7",
+            "redis 7",
+            " redis",
+            "redis@sha256:abc",
+            "-redis",
+        ] {
+            let v = Policy::default().validate_create(&redis("r", json!({"image": bad})));
+            assert_eq!(fields(&v), vec!["spec.image"], "{bad} should be refused");
+            assert!(
+                v.message().contains("is not a valid image reference"),
+                "{}",
+                v.message()
+            );
+        }
+        let v = Policy::default().validate_create(&redis("r", json!({"image": ""})));
+        assert_eq!(v.message(), "spec.image: must not be empty");
+    }
+
+    #[test]
+    fn replicas_above_the_maximum_are_refused() {
+        let v = Policy::default().validate_create(&redis("r", json!({"replicas": 101})));
+        assert_eq!(v.message(), "spec.replicas: must be <= 100, got 101");
+        assert!(
+            Policy::default()
+                .validate_create(&redis("r", json!({"replicas": 100})))
+                .allowed()
+        );
+        let small = Policy {
+            max_replicas: 3,
+            ..Policy::default()
+        };
+        assert!(
+            !small
+                .validate_create(&redis("r", json!({"replicas": 4})))
+                .allowed()
+        );
+        let v = Policy::default().validate_create(&redis("r", json!({"replicas": -1})));
+        assert_eq!(v.message(), "spec.replicas: must be >= 0, got -1");
+    }
+
+    #[test]
+    fn a_denial_lists_every_violation() {
+        let v = Policy::default().validate_create(&redis(
+            "tangx-in",
+            json!({"replicas": 500, "image": "Bad Image", "port": 6000}),
+        ));
+        assert_eq!(
+            fields(&v),
+            vec!["metadata.name", "spec.replicas", "spec.image", "spec.port"]
+        );
+        assert_eq!(v.message().matches("; ").count(), 3);
+    }
+
+    #[test]
+    fn latest_and_untagged_images_warn_but_pass() {
+        for (image, hint) in [
+            ("redis:latest", "uses the :latest tag"),
+            ("redis", "has no tag"),
+        ] {
+            let v = Policy::default().validate_create(&redis("r", json!({"image": image})));
+            assert!(v.allowed());
+            assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+            assert!(
+                v.warnings[0].starts_with("spec.image:") && v.warnings[0].contains(hint),
+                "{:?}",
+                v.warnings
+            );
+        }
+        let pinned =
+            "redis@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert!(
+            Policy::default()
+                .validate_create(&redis("r", json!({"image": pinned})))
+                .warnings
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn zero_replicas_warn_but_pass() {
+        let v = Policy::default().validate_create(&redis("r", json!({"replicas": 0})));
+        assert!(v.allowed());
+        assert_eq!(
+            v.warnings,
+            vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
+        );
+    }
+
+    #[test]
+    fn update_applies_the_field_rules_to_the_new_object() {
+        let old = valid();
+        let new = redis(
+            "my-op-redis",
+            json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 6000}),
+        );
+        let v = Policy::default().validate_update(&new, &old);
+        assert_eq!(v.message(), "spec.port: must be >= 6379, got 6000");
+        assert!(Policy::default().validate_update(&valid(), &old).allowed());
+    }
+
+    #[test]
+    fn update_lets_an_unchanged_stored_violation_through_with_a_warning() {
+        // Stored when the policy allowed port 6000; the policy has since been tightened.
+        let old = redis(
+            "my-op-redis",
+            json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 6000}),
+        );
+        let mut new = old.clone();
+        new.metadata.finalizers = Some(vec![]);
+        let v = Policy::default().validate_update(&new, &old);
+        assert!(v.allowed(), "{}", v.message());
+        assert!(
+            v.warnings
+                .iter()
+                .any(|w| w.starts_with("spec.port: must be >= 6379, got 6000 (allowed")),
+            "{:?}",
+            v.warnings
+        );
+        // ...but changing it to another bad value is refused.
+        let worse = redis(
+            "my-op-redis",
+            json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 5000}),
+        );
+        assert_eq!(
+            Policy::default().validate_update(&worse, &old).message(),
+            "spec.port: must be >= 6379, got 5000"
+        );
+    }
+
+    #[test]
+    fn delete_is_refused_only_while_protected() {
+        let mut r = valid();
+        assert!(Policy::default().validate_delete(&r).allowed());
+        r.metadata.annotations = Some(BTreeMap::from([(
+            DELETION_PROTECTION_ANNOTATION.to_owned(),
+            "true".to_owned(),
+        )]));
+        let v = Policy::default().validate_delete(&r);
+        assert_eq!(
+            fields(&v),
+            vec!["metadata.annotations[myapp.tangx.in/deletion-protection]"]
+        );
+        assert!(
+            v.message()
+                .contains("kubectl annotate redis/my-op-redis myapp.tangx.in/deletion-protection-")
+        );
+        r.metadata.annotations = Some(BTreeMap::from([(
+            DELETION_PROTECTION_ANNOTATION.to_owned(),
+            "false".to_owned(),
+        )]));
+        assert!(Policy::default().validate_delete(&r).allowed());
+    }
+
+    #[test]
+    fn delete_ignores_field_rules() {
+        // An object stored with a now-invalid spec can still be deleted.
+        let r = redis("tangx-in", json!({"port": 1000}));
+        assert!(Policy::default().validate_delete(&r).allowed());
+    }
+}
