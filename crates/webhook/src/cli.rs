@@ -1,0 +1,180 @@
+//! Command line of `redis-webhook` (every flag also reads an environment variable).
+
+use crate::certs::GenCertsArgs;
+use crate::server::Config;
+use api::Policy;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "redis-webhook",
+    version,
+    about = "Admission webhook for myapp.tangx.in/v1 Redis: defaults (/mutate) and validation (/validate) over TLS",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub serve: ServeArgs,
+
+    /// Log format.
+    #[arg(long, env = "REDIS_WEBHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Write a throwaway CA (ca.crt) and a serving certificate and key (tls.crt, tls.key) signed
+    /// by it, for the given DNS names and IP addresses.
+    GenCerts(GenCertsArgs),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Serving flags (the default command).
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address of the TLS admission endpoints (/mutate, /validate).
+    #[arg(long, env = "REDIS_WEBHOOK_BIND", default_value = "0.0.0.0:9443")]
+    pub bind: SocketAddr,
+
+    /// PEM certificate chain (leaf first); reloaded when it changes on disk.
+    #[arg(
+        long,
+        env = "REDIS_WEBHOOK_TLS_CERT_FILE",
+        default_value = "certs/tls.crt"
+    )]
+    pub tls_cert_file: PathBuf,
+
+    /// PEM private key of the certificate; reloaded when it changes on disk.
+    #[arg(
+        long,
+        env = "REDIS_WEBHOOK_TLS_KEY_FILE",
+        default_value = "certs/tls.key"
+    )]
+    pub tls_key_file: PathBuf,
+
+    /// Plain-HTTP address of /metrics, /healthz and /readyz.
+    #[arg(
+        long,
+        env = "REDIS_WEBHOOK_METRICS_BIND",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_bind: SocketAddr,
+
+    /// Names a Redis may not have (comma-separated).
+    #[arg(
+        long,
+        env = "REDIS_WEBHOOK_RESERVED_NAMES",
+        value_delimiter = ',',
+        default_value = "tangx-in"
+    )]
+    pub reserved_names: Vec<String>,
+
+    /// Lowest spec.port accepted.
+    #[arg(long, env = "REDIS_WEBHOOK_MIN_PORT", default_value_t = 6379)]
+    pub min_port: i32,
+
+    /// Highest spec.replicas accepted.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_REPLICAS", default_value_t = 100)]
+    pub max_replicas: i32,
+
+    /// Largest request body accepted (bytes); larger ones get 413. UPDATE reviews carry the
+    /// object twice, so keep this well above twice the largest Redis.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_BODY_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// How often the certificate files are checked for changes.
+    #[arg(long, env = "REDIS_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub cert_reload_interval: Duration,
+
+    /// How long SIGTERM waits for in-flight requests before exiting.
+    #[arg(long, env = "REDIS_WEBHOOK_SHUTDOWN_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: Duration,
+}
+
+impl From<ServeArgs> for Config {
+    fn from(args: ServeArgs) -> Self {
+        Config {
+            bind: args.bind,
+            metrics_bind: args.metrics_bind,
+            tls_cert_file: args.tls_cert_file,
+            tls_key_file: args.tls_key_file,
+            policy: Policy {
+                reserved_names: args
+                    .reserved_names
+                    .into_iter()
+                    .filter(|n| !n.is_empty())
+                    .collect(),
+                min_port: args.min_port,
+                max_replicas: args.max_replicas,
+            },
+            max_body_bytes: args.max_body_bytes,
+            cert_reload_interval: args.cert_reload_interval,
+            shutdown_timeout: args.shutdown_timeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_design() {
+        let cli = Cli::try_parse_from(["redis-webhook"]).expect("parses");
+        assert!(cli.command.is_none());
+        let config = Config::from(cli.serve);
+        assert_eq!(config.bind.to_string(), "0.0.0.0:9443");
+        assert_eq!(config.metrics_bind.to_string(), "0.0.0.0:8080");
+        assert_eq!(config.tls_cert_file, PathBuf::from("certs/tls.crt"));
+        assert_eq!(config.tls_key_file, PathBuf::from("certs/tls.key"));
+        assert_eq!(config.policy, Policy::default());
+        assert_eq!(config.max_body_bytes, 4 * 1024 * 1024);
+    }
+
+    #[test]
+    fn policy_flags_are_parsed() {
+        let cli = Cli::try_parse_from([
+            "redis-webhook",
+            "--reserved-names",
+            "a,b",
+            "--min-port",
+            "7000",
+            "--max-replicas",
+            "5",
+            "--log-format",
+            "json",
+        ])
+        .expect("parses");
+        assert_eq!(cli.log_format, LogFormat::Json);
+        let policy = Config::from(cli.serve).policy;
+        assert_eq!(policy.reserved_names, vec!["a", "b"]);
+        assert_eq!((policy.min_port, policy.max_replicas), (7000, 5));
+    }
+
+    #[test]
+    fn gen_certs_is_a_subcommand() {
+        let cli = Cli::try_parse_from([
+            "redis-webhook",
+            "gen-certs",
+            "--out",
+            "x",
+            "--dns",
+            "localhost",
+            "--ip",
+            "127.0.0.1",
+        ])
+        .expect("parses");
+        assert!(matches!(cli.command, Some(Command::GenCerts(_))));
+    }
+}
