@@ -138,7 +138,9 @@ build_tool() {
     [[ -x "${entry}/${b}" ]] || missing=1
   done
   if ((missing)); then
-    log "building ${tool} ${version} (${binaries[*]}); a cold build of kubernetes takes 15-30 minutes on 2 cores"
+    local note=""
+    [[ $tool != kubernetes ]] || note="; a cold build takes 10-20 minutes on 2 cores"
+    log "building ${tool} ${version} (${binaries[*]})${note}"
     local tmp start elapsed pid
     tmp=$(mktemp -d "${entry}.tmp.XXXXXX")
     start=$SECONDS

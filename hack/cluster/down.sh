@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Stops the test bed started by up.sh and removes its state (<repo>/.cluster/).
+# Only the processes recorded in .cluster/pids/ are stopped, and only while they still run
+# this checkout's bin/ executables. KEEP_STATE=1 keeps .cluster/ (up.sh uses it on failure,
+# so the logs stay readable).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+log() { printf '[cluster-down] %s\n' "$*" >&2; }
+
+stopped=0
+for ((i = ${#components[@]} - 1; i >= 0; i--)); do
+  name=${components[i]}
+  pid=$(pid_of "$name")
+  if [[ -z $pid ]]; then
+    rm -f "${pid_dir}/${name}.pid"
+    continue
+  fi
+  log "stopping ${name} (pid ${pid})"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    [[ -n $(pid_of "$name") ]] || break
+    sleep 0.1
+  done
+  if [[ -n $(pid_of "$name") ]]; then
+    log "${name} ignored SIGTERM for 10s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "${pid_dir}/${name}.pid"
+  stopped=$((stopped + 1))
+done
+
+if [[ ${KEEP_STATE:-} == 1 ]]; then
+  exit 0
+fi
+if [[ -d $state_dir ]]; then
+  rm -rf "$state_dir"
+  log "stopped ${stopped} processes and removed ${state_dir}"
+else
+  log "nothing to do: no test bed in ${state_dir}"
+fi

@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# Starts the test bed: a real Kubernetes control plane on 127.0.0.1, in the background.
+#
+#   etcd, kube-apiserver (client certificates, Node+RBAC, PodSecurity, audit log),
+#   kube-controller-manager, kube-scheduler, and kwok simulating two fake nodes so that
+#   scheduled pods become Running and Ready without a container runtime.
+#
+# Binaries come from hack/cluster/build.sh (cached). State lives in <repo>/.cluster/:
+#   kubeconfig   admin kubeconfig (user "admin", group system:masters)
+#   logs/        one log per component        audit.log   every API write, with its user
+#   pids/        pid files (used by down.sh)  ports.env   the ports picked at start
+# Ports are picked free at start, so several checkouts can run side by side.
+# Running it again while the bed is up and healthy does nothing.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+log() { printf '[cluster-up] %s\n' "$*" >&2; }
+
+kubectl() { "${bin_dir}/kubectl" --kubeconfig "${state_dir}/kubeconfig" "$@"; }
+
+# healthy: every component runs (as our process) and the API server is ready.
+healthy() {
+  local name
+  [[ -f "${state_dir}/kubeconfig" && -f "${state_dir}/ports.env" ]] || return 1
+  for name in "${components[@]}"; do
+    [[ -n $(pid_of "$name") ]] || return 1
+  done
+  # shellcheck source=/dev/null
+  (source "${state_dir}/ports.env" && api_get "/readyz" >/dev/null)
+}
+
+# api_get PATH: GET from the API server as admin.
+api_get() {
+  curl --silent --show-error --fail --max-time 5 \
+    --cacert "${pki_dir}/ca.crt" --cert "${pki_dir}/admin.crt" --key "${pki_dir}/admin.key" \
+    "https://127.0.0.1:${APISERVER_PORT}$1"
+}
+
+if healthy; then
+  log "already up and healthy: export KUBECONFIG=${state_dir}/kubeconfig"
+  exit 0
+fi
+if [[ -d $state_dir ]]; then
+  log "found a stopped or unhealthy test bed in ${state_dir}: cleaning it up first"
+  "${cluster_here}/down.sh"
+fi
+
+"${cluster_here}/build.sh"
+
+for tool in openssl curl python3; do
+  command -v "$tool" >/dev/null || { log "needs '${tool}' on PATH"; exit 1; }
+done
+
+mkdir -p "$pid_dir" "$log_dir" "$pki_dir"
+chmod 700 "$state_dir" "$pki_dir"
+
+# On any failure: show the failing component's log, stop what we started, keep the logs.
+failed_component=""
+on_exit() {
+  local rc=$?
+  if ((rc != 0)); then
+    if [[ -n $failed_component && -f "${log_dir}/${failed_component}.log" ]]; then
+      log "${failed_component} did not come up; last lines of ${log_dir}/${failed_component}.log:"
+      tail -n 40 "${log_dir}/${failed_component}.log" >&2
+    fi
+    log "stopping what was started (logs stay in ${log_dir} until the next cluster-up/cluster-down)"
+    KEEP_STATE=1 "${cluster_here}/down.sh" || true
+  fi
+}
+trap on_exit EXIT
+
+# --- ports -------------------------------------------------------------------------
+# Bind port 0 on 127.0.0.1 for each port at once, so the kernel hands out distinct free ports.
+read -r ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT < <(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(6)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+')
+cat >"${state_dir}/ports.env" <<EOF
+ETCD_CLIENT_PORT=${ETCD_CLIENT_PORT}
+ETCD_PEER_PORT=${ETCD_PEER_PORT}
+APISERVER_PORT=${APISERVER_PORT}
+KCM_PORT=${KCM_PORT}
+SCHEDULER_PORT=${SCHEDULER_PORT}
+KWOK_PORT=${KWOK_PORT}
+EOF
+apiserver_url="https://127.0.0.1:${APISERVER_PORT}"
+
+# --- certificates --------------------------------------------------------------------
+log "generating certificates in ${pki_dir}"
+(
+  cd "$pki_dir"
+  openssl_quiet() { openssl "$@" 2>/dev/null; }
+  openssl_quiet req -x509 -newkey rsa:2048 -nodes -days 3650 -sha256 \
+    -keyout ca.key -out ca.crt -subj "/CN=redis-operator-test-bed-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+  # sign NAME SUBJECT EXT: a key and a certificate signed by the CA.
+  sign() {
+    openssl_quiet req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2"
+    openssl_quiet x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -sha256 \
+      -out "$1.crt" -extfile <(printf '%s\n' "$3")
+    rm -f "$1.csr"
+  }
+  sign apiserver "/CN=kube-apiserver" "$(printf '%s\n' \
+    "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+    "extendedKeyUsage=serverAuth" \
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")"
+  client_ext=$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=clientAuth")
+  sign admin "/O=system:masters/CN=admin" "$client_ext"
+  sign kube-controller-manager "/CN=system:kube-controller-manager" "$client_ext"
+  sign kube-scheduler "/CN=system:kube-scheduler" "$client_ext"
+  sign kwok "/O=system:masters/CN=kwok" "$client_ext"
+  # Service-account token signing keys.
+  openssl_quiet genrsa -out sa.key 2048
+  openssl_quiet rsa -in sa.key -pubout -out sa.pub
+  chmod 600 ./*.key
+)
+
+# write_kubeconfig FILE USER: a kubeconfig for USER's client certificate, certificates embedded.
+write_kubeconfig() {
+  local file=$1 user=$2
+  b64() { base64 -w0 <"$1"; }
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: redis-operator-test-bed
+  cluster:
+    server: ${apiserver_url}
+    certificate-authority-data: $(b64 "${pki_dir}/ca.crt")
+users:
+- name: ${user}
+  user:
+    client-certificate-data: $(b64 "${pki_dir}/${user}.crt")
+    client-key-data: $(b64 "${pki_dir}/${user}.key")
+contexts:
+- name: ${user}@redis-operator-test-bed
+  context:
+    cluster: redis-operator-test-bed
+    user: ${user}
+    namespace: default
+current-context: ${user}@redis-operator-test-bed
+EOF
+  chmod 600 "$file"
+}
+for user in kube-controller-manager kube-scheduler kwok; do
+  write_kubeconfig "${state_dir}/${user}.kubeconfig" "$user"
+done
+
+# --- processes -----------------------------------------------------------------------
+# start NAME ARGS...: run bin/NAME in its own session, detached from this shell.
+start() {
+  local name=$1
+  shift
+  log "starting ${name}"
+  setsid "$(component_exe "$name")" "$@" </dev/null >"${log_dir}/${name}.log" 2>&1 &
+  echo "$!" >"${pid_dir}/${name}.pid"
+  sleep 0.2
+  if [[ -z $(pid_of "$name") ]]; then
+    failed_component=$name
+    log "${name} exited right away"
+    exit 1
+  fi
+}
+
+# wait_until NAME SECONDS COMMAND...: poll COMMAND until it succeeds; fail if NAME dies or time runs out.
+wait_until() {
+  local name=$1 timeout=$2
+  shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if [[ -z $(pid_of "$name") ]]; then
+      failed_component=$name
+      log "${name} exited"
+      exit 1
+    fi
+    if ((SECONDS >= deadline)); then
+      failed_component=$name
+      log "${name} not ready after ${timeout}s"
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+start etcd \
+  --name=test-bed \
+  --data-dir="${state_dir}/etcd" \
+  --listen-client-urls="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+  --advertise-client-urls="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+  --listen-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --initial-advertise-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --initial-cluster="test-bed=http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --unsafe-no-fsync \
+  --log-level=warn
+wait_until etcd 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health"
+
+# --endpoint-reconciler-type=none: the API server refuses to publish a loopback address as the
+# endpoint of the "kubernetes" Service, and nothing here reaches it through that Service.
+# --allow-privileged: so that Pod Security admission, not this flag, decides about privileged pods.
+start kube-apiserver \
+  --bind-address=127.0.0.1 \
+  --advertise-address=127.0.0.1 \
+  --endpoint-reconciler-type=none \
+  --secure-port="${APISERVER_PORT}" \
+  --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
+  --tls-cert-file="${pki_dir}/apiserver.crt" \
+  --tls-private-key-file="${pki_dir}/apiserver.key" \
+  --client-ca-file="${pki_dir}/ca.crt" \
+  --authorization-mode=Node,RBAC \
+  --enable-admission-plugins=NodeRestriction \
+  --allow-privileged=true \
+  --service-cluster-ip-range=10.96.0.0/16 \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="${pki_dir}/sa.pub" \
+  --service-account-signing-key-file="${pki_dir}/sa.key" \
+  --audit-policy-file="${cluster_here}/audit-policy.yaml" \
+  --audit-log-path="${state_dir}/audit.log" \
+  --audit-log-mode=blocking \
+  --audit-log-format=json \
+  --profiling=false \
+  --v=1
+wait_until kube-apiserver 180 api_get /readyz
+write_kubeconfig "${state_dir}/admin.kubeconfig" admin
+mv "${state_dir}/admin.kubeconfig" "${state_dir}/kubeconfig"
+
+start kube-controller-manager \
+  --kubeconfig="${state_dir}/kube-controller-manager.kubeconfig" \
+  --bind-address=127.0.0.1 \
+  --secure-port="${KCM_PORT}" \
+  --cert-dir="${state_dir}/kube-controller-manager" \
+  --controllers='*' \
+  --use-service-account-credentials=true \
+  --service-account-private-key-file="${pki_dir}/sa.key" \
+  --root-ca-file="${pki_dir}/ca.crt" \
+  --cluster-signing-cert-file="${pki_dir}/ca.crt" \
+  --cluster-signing-key-file="${pki_dir}/ca.key" \
+  --leader-elect=false \
+  --profiling=false \
+  --v=1
+
+start kube-scheduler \
+  --kubeconfig="${state_dir}/kube-scheduler.kubeconfig" \
+  --bind-address=127.0.0.1 \
+  --secure-port="${SCHEDULER_PORT}" \
+  --cert-dir="${state_dir}/kube-scheduler" \
+  --leader-elect=false \
+  --profiling=false \
+  --v=1
+
+# kwok reads ~/.kwok/kwok.yaml when it exists: give it a home of its own.
+mkdir -p "${state_dir}/kwok-home"
+stage_args=()
+for stage in "${cluster_here}"/kwok/stages/*.yaml; do
+  stage_args+=("--config=${stage}")
+done
+HOME="${state_dir}/kwok-home" start kwok \
+  --kubeconfig="${state_dir}/kwok.kubeconfig" \
+  --manage-all-nodes=false \
+  --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+  --node-ip=127.0.0.1 \
+  --node-port="${KWOK_PORT}" \
+  --server-address="127.0.0.1:${KWOK_PORT}" \
+  --cidr=10.244.0.1/16 \
+  --node-lease-duration-seconds=40 \
+  "${stage_args[@]}"
+
+log "creating the fake nodes"
+failed_component=kube-apiserver
+kubectl apply --server-side --field-manager=test-bed -f "${cluster_here}/nodes.yaml" >/dev/null
+failed_component=""
+
+wait_until kube-controller-manager 120 curl --silent --fail --insecure --max-time 2 "https://127.0.0.1:${KCM_PORT}/healthz"
+wait_until kube-scheduler 120 curl --silent --fail --insecure --max-time 2 "https://127.0.0.1:${SCHEDULER_PORT}/healthz"
+# The serviceaccount controller creates "default" in every namespace; pods need it.
+wait_until kube-controller-manager 120 kubectl get serviceaccount default --namespace default
+wait_until kwok 120 kubectl wait node --selector=type=kwok --for=condition=Ready --timeout=2s
+
+log "up: $(kubectl version 2>/dev/null | tr '\n' ' ')"
+log "nodes: $(kubectl get nodes --no-headers 2>/dev/null | awk '{print $1 "=" $2}' | tr '\n' ' ')"
+log "export KUBECONFIG=${state_dir}/kubeconfig   (logs: ${log_dir}, audit log: ${state_dir}/audit.log)"
