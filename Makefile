@@ -46,3 +46,50 @@ unit: ## Run the unit tests (includes the check that committed manifests match t
 
 .PHONY: test
 test: lint unit ## Everything CI runs: lint, then the tests.
+
+##@ Webhook
+
+CERTS_DIR ?= certs
+OHA_VERSION ?= 1.16.0
+
+.PHONY: certs
+certs: ## Write a local CA and a serving certificate for localhost/127.0.0.1 into certs/ (kept if present).
+	@if [[ -s $(CERTS_DIR)/tls.crt && -s $(CERTS_DIR)/tls.key && -s $(CERTS_DIR)/ca.crt ]]; then \
+		echo "$(CERTS_DIR)/ already has ca.crt, tls.crt, tls.key (delete them to make new ones)"; \
+	else \
+		$(CARGO) run $(CARGO_FLAGS) -q -p webhook --bin redis-webhook -- gen-certs --out $(CERTS_DIR) --dns localhost --ip 127.0.0.1; \
+	fi
+
+.PHONY: run-webhook
+run-webhook: certs ## Run redis-webhook in the foreground with the certs of `make certs` (:9443 TLS, :8080 metrics).
+	$(CARGO) run $(CARGO_FLAGS) -p webhook --bin redis-webhook -- \
+		--tls-cert-file $(CERTS_DIR)/tls.crt --tls-key-file $(CERTS_DIR)/tls.key
+
+.PHONY: bench-webhook
+bench-webhook: ## Print webhook throughput and latency over TLS vs a bare hyper+rustls server (asserts nothing).
+	hack/tools/cargo-tool.sh oha $(OHA_VERSION)
+	hack/bench/webhook.sh
+
+##@ Test bed
+
+# A real control plane on 127.0.0.1 built from Go modules (hack/cluster/, README "The test bed").
+CLUSTER_SCRIPTS := hack/cluster
+# Extra arguments for the e2e test binary, e.g. `make e2e E2E_ARGS=redis_crd`.
+E2E_ARGS ?=
+
+.PHONY: tools
+tools: ## Build the test bed's binaries into bin/ (cached per version in ~/.cache/redis-operator).
+	$(CLUSTER_SCRIPTS)/build.sh
+
+.PHONY: cluster-up
+cluster-up: ## Start the local test bed (etcd, kube-apiserver, controller-manager, scheduler, kwok); kubeconfig in .cluster/.
+	$(CLUSTER_SCRIPTS)/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local test bed and remove .cluster/.
+	$(CLUSTER_SCRIPTS)/down.sh
+
+.PHONY: e2e
+e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local test bed (started if needed).
+	$(if $(KUBECONFIG),@echo "e2e: testing the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started)",$(CLUSTER_SCRIPTS)/up.sh)
+	$(CARGO) test $(CARGO_FLAGS) -p e2e -- $(E2E_ARGS)
