@@ -1,0 +1,105 @@
+//! Command line of `redis-controller` (every flag also reads an environment variable).
+
+use clap::{Parser, ValueEnum};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "redis-controller",
+    version,
+    about = "Reconciles myapp.tangx.in/v1 Redis resources into pods"
+)]
+pub struct Cli {
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long, env = "REDIS_CONTROLLER_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Plain-HTTP address of /metrics, /healthz and /readyz.
+    #[arg(
+        long,
+        env = "REDIS_CONTROLLER_METRICS_BIND",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_bind: SocketAddr,
+
+    /// Run only while holding a coordination.k8s.io Lease, so several replicas can run with one active.
+    #[arg(long, env = "REDIS_CONTROLLER_LEADER_ELECT")]
+    pub leader_elect: bool,
+
+    /// Namespace of the Lease (default: $POD_NAMESPACE, else `default`).
+    #[arg(long, env = "REDIS_CONTROLLER_LEASE_NAMESPACE")]
+    pub lease_namespace: Option<String>,
+
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "REDIS_CONTROLLER_LEASE_NAME",
+        default_value = "redis-operator-controller"
+    )]
+    pub lease_name: String,
+
+    /// How long a lease is valid without renewal (seconds); a standby takes over after this.
+    #[arg(long, env = "REDIS_CONTROLLER_LEASE_DURATION", default_value_t = 15)]
+    pub lease_duration: u64,
+
+    /// Redis objects reconciled at once.
+    #[arg(long, env = "REDIS_CONTROLLER_CONCURRENCY", default_value_t = 8)]
+    pub concurrency: u16,
+
+    /// Wait this long after a change before reconciling, so bursts of pod updates become one
+    /// reconcile (and one status write).
+    #[arg(long, env = "REDIS_CONTROLLER_DEBOUNCE", default_value = "200ms", value_parser = humantime::parse_duration)]
+    pub debounce: Duration,
+
+    /// Log format.
+    #[arg(long, env = "REDIS_CONTROLLER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Cli {
+    /// `--lease-namespace`, else the pod's namespace, else `default`.
+    pub fn lease_namespace(&self, pod_namespace: Option<String>) -> String {
+        self.lease_namespace
+            .clone()
+            .or(pod_namespace)
+            .unwrap_or_else(|| "default".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let cli = Cli::try_parse_from(["redis-controller"]).expect("parses");
+        assert_eq!(cli.namespace, None);
+        assert_eq!(cli.metrics_bind.to_string(), "0.0.0.0:8080");
+        assert!(!cli.leader_elect);
+        assert_eq!(cli.lease_namespace(None), "default");
+        assert_eq!(cli.lease_namespace(Some("ops".into())), "ops");
+    }
+
+    #[test]
+    fn lease_namespace_flag_wins() {
+        let cli = Cli::try_parse_from([
+            "redis-controller",
+            "--leader-elect",
+            "--lease-namespace",
+            "x",
+            "--namespace",
+            "team",
+        ])
+        .expect("parses");
+        assert!(cli.leader_elect);
+        assert_eq!(cli.lease_namespace(Some("ops".into())), "x");
+        assert_eq!(cli.namespace.as_deref(), Some("team"));
+    }
+}

@@ -1,0 +1,20 @@
+//! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3).
+//!
+//! - [`plan`]: desired replicas + spec hash + the real pods → creates and deletes (pure).
+//! - [`pod`]: the pod for each ordinal and its spec hash (pure).
+//! - [`status`]: the status the pods amount to (pure).
+//! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
+//! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), [`ops`] port.
+
+pub mod cli;
+mod error;
+pub mod leader;
+pub mod metrics;
+pub mod ops;
+pub mod plan;
+pub mod pod;
+pub mod reconcile;
+pub mod run;
+pub mod status;
+
+pub use error::Error;

@@ -1,0 +1,389 @@
+//! Planning (DESIGN §3): from the desired replicas and spec hash and the pods that really exist,
+//! decide what to create and delete. Pure, so every branch is a unit test; the reconciler only
+//! carries the actions out, and the next reconcile re-plans from the new real state.
+
+use crate::pod::SPEC_HASH_ANNOTATION;
+use k8s_openapi::api::core::v1::Pod;
+
+/// What the planner needs to know about one existing pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    pub name: String,
+    /// `Some(i)` if the name is `<redis>-<i>`.
+    pub ordinal: Option<u32>,
+    pub spec_hash: Option<String>,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// Phase Failed or Succeeded: it will never serve again.
+    pub finished: bool,
+    /// It has a deletionTimestamp: already going away.
+    pub terminating: bool,
+}
+
+impl PodView {
+    pub fn from_pod(redis_name: &str, pod: &Pod) -> Self {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let status = pod.status.as_ref();
+        let phase = status.and_then(|s| s.phase.as_deref());
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        PodView {
+            ordinal: api::pods::ordinal(redis_name, &name),
+            spec_hash: pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SPEC_HASH_ANNOTATION))
+                .cloned(),
+            ready,
+            finished: matches!(phase, Some("Failed" | "Succeeded")),
+            terminating: pod.metadata.deletion_timestamp.is_some(),
+            name,
+        }
+    }
+
+    fn serving(&self, hash: &str) -> bool {
+        self.ready && !self.finished && !self.terminating && self.spec_hash.as_deref() == Some(hash)
+    }
+}
+
+/// Why a pod is deleted (said in the event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// Its ordinal is >= replicas.
+    ScaleDown,
+    /// Phase Failed or Succeeded; it is recreated once gone.
+    Finished,
+    /// Built from an older spec; replaced by a rolling update.
+    Outdated,
+    /// Carries our labels and owner but not a name we make.
+    Stray,
+}
+
+impl DeleteReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            DeleteReason::ScaleDown => "scale down",
+            DeleteReason::Finished => {
+                "the pod stopped (phase Failed or Succeeded); it will be recreated"
+            }
+            DeleteReason::Outdated => "rolling update to the new spec",
+            DeleteReason::Stray => "not a pod name this Redis uses",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Create { ordinal: u32 },
+    Delete { name: String, reason: DeleteReason },
+}
+
+/// The plan for one reconcile, in the order to carry it out.
+pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<Action> {
+    let mut deletes: Vec<(Option<u32>, Action)> = Vec::new();
+    for pod in pods.iter().filter(|p| !p.terminating) {
+        let reason = match pod.ordinal {
+            None => Some(DeleteReason::Stray),
+            Some(i) if i >= replicas => Some(DeleteReason::ScaleDown),
+            Some(_) if pod.finished => Some(DeleteReason::Finished),
+            Some(_) => None,
+        };
+        if let Some(reason) = reason {
+            deletes.push((
+                pod.ordinal,
+                Action::Delete {
+                    name: pod.name.clone(),
+                    reason,
+                },
+            ));
+        }
+    }
+    // Highest ordinal first (strays, having none, go last).
+    deletes.sort_by_key(|(ordinal, _)| std::cmp::Reverse(*ordinal));
+
+    // Every ordinal below replicas with no pod of that name, terminating or not: a terminating pod
+    // still holds its name, so its replacement waits for it to be gone.
+    let creates: Vec<Action> = (0..replicas)
+        .filter(|i| !pods.iter().any(|p| p.ordinal == Some(*i)))
+        .map(|ordinal| Action::Create { ordinal })
+        .collect();
+
+    let mut actions: Vec<Action> = deletes.into_iter().map(|(_, a)| a).collect();
+    actions.extend(creates);
+    if actions.is_empty()
+        && let Some(rolled) = next_rolling_replacement(replicas, desired_hash, pods)
+    {
+        actions.push(rolled);
+    }
+    actions
+}
+
+/// One outdated pod to replace, highest ordinal first, and only while every other pod serves the
+/// current spec and is Ready and nothing is terminating: availability never drops below
+/// replicas - 1. An outdated pod that is not Ready (say, a bad image being fixed) still goes.
+fn next_rolling_replacement(replicas: u32, hash: &str, pods: &[PodView]) -> Option<Action> {
+    if pods.iter().any(|p| p.terminating) {
+        return None;
+    }
+    let in_range = |p: &&PodView| p.ordinal.is_some_and(|i| i < replicas);
+    let candidate = pods
+        .iter()
+        .filter(in_range)
+        .filter(|p| p.spec_hash.as_deref() != Some(hash))
+        .max_by_key(|p| p.ordinal)?;
+    let others_ready = pods
+        .iter()
+        .filter(in_range)
+        .filter(|p| p.name != candidate.name)
+        .all(|p| p.ready);
+    others_ready.then(|| Action::Delete {
+        name: candidate.name.clone(),
+        reason: DeleteReason::Outdated,
+    })
+}
+
+/// Counts for status: pods that exist (not terminating), and of those the Ready ones.
+pub fn counts(pods: &[PodView]) -> (i32, i32) {
+    let live: Vec<_> = pods.iter().filter(|p| !p.terminating).collect();
+    let ready = live.iter().filter(|p| p.ready && !p.finished).count();
+    (
+        i32::try_from(live.len()).unwrap_or(i32::MAX),
+        i32::try_from(ready).unwrap_or(i32::MAX),
+    )
+}
+
+/// Whether the Redis is fully converged: exactly the ordinals 0..replicas exist, all Ready on
+/// the current spec, and nothing else is left.
+pub fn converged(replicas: u32, hash: &str, pods: &[PodView]) -> bool {
+    pods.len() == replicas as usize
+        && (0..replicas).all(|i| pods.iter().any(|p| p.ordinal == Some(i) && p.serving(hash)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: &str = "current";
+
+    fn pod(i: u32) -> PodView {
+        PodView {
+            name: format!("r-{i}"),
+            ordinal: Some(i),
+            spec_hash: Some(H.into()),
+            ready: true,
+            finished: false,
+            terminating: false,
+        }
+    }
+
+    fn creates(actions: &[Action]) -> Vec<u32> {
+        actions
+            .iter()
+            .filter_map(|a| {
+                if let Action::Create { ordinal } = a {
+                    Some(*ordinal)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn deletes(actions: &[Action]) -> Vec<(&str, DeleteReason)> {
+        actions
+            .iter()
+            .filter_map(|a| {
+                if let Action::Delete { name, reason } = a {
+                    Some((name.as_str(), *reason))
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nothing_to_do_when_converged() {
+        let pods = [pod(0), pod(1)];
+        assert!(plan(2, H, &pods).is_empty());
+        assert!(converged(2, H, &pods));
+    }
+
+    #[test]
+    fn creates_every_missing_ordinal() {
+        assert_eq!(creates(&plan(3, H, &[])), vec![0, 1, 2]);
+        assert_eq!(
+            creates(&plan(3, H, &[pod(1)])),
+            vec![0, 2],
+            "a pod deleted by hand comes back"
+        );
+    }
+
+    #[test]
+    fn scales_down_highest_first() {
+        let pods = [pod(0), pod(1), pod(2), pod(3)];
+        let actions = plan(1, H, &pods);
+        assert_eq!(
+            deletes(&actions),
+            vec![
+                ("r-3", DeleteReason::ScaleDown),
+                ("r-2", DeleteReason::ScaleDown),
+                ("r-1", DeleteReason::ScaleDown)
+            ]
+        );
+        assert!(creates(&actions).is_empty());
+    }
+
+    #[test]
+    fn replicas_zero_deletes_everything_and_is_converged_when_empty() {
+        assert_eq!(deletes(&plan(0, H, &[pod(0), pod(1)])).len(), 2);
+        assert!(plan(0, H, &[]).is_empty());
+        assert!(converged(0, H, &[]));
+    }
+
+    #[test]
+    fn finished_pods_are_deleted_then_recreated() {
+        let mut failed = pod(1);
+        failed.finished = true;
+        failed.ready = false;
+        let actions = plan(2, H, &[pod(0), failed.clone()]);
+        assert_eq!(deletes(&actions), vec![("r-1", DeleteReason::Finished)]);
+        assert!(
+            creates(&actions).is_empty(),
+            "the name is still taken until the pod is gone"
+        );
+        failed.terminating = true;
+        assert!(
+            plan(2, H, &[pod(0), failed]).is_empty(),
+            "wait for it to go"
+        );
+        assert_eq!(creates(&plan(2, H, &[pod(0)])), vec![1]);
+    }
+
+    #[test]
+    fn a_pod_in_deletion_is_left_alone_and_not_recreated_yet() {
+        let mut going = pod(1);
+        going.terminating = true;
+        assert!(plan(2, H, &[pod(0), going.clone()]).is_empty());
+        assert!(
+            plan(1, H, &[pod(0), going]).is_empty(),
+            "no second delete for a pod already going"
+        );
+    }
+
+    #[test]
+    fn stray_pods_are_deleted() {
+        let stray = PodView {
+            name: "r-x".into(),
+            ordinal: None,
+            ..pod(0)
+        };
+        assert_eq!(
+            deletes(&plan(1, H, &[pod(0), stray])),
+            vec![("r-x", DeleteReason::Stray)]
+        );
+    }
+
+    #[test]
+    fn rolling_update_replaces_one_pod_at_a_time_highest_first() {
+        let old = |i| PodView {
+            spec_hash: Some("old".into()),
+            ..pod(i)
+        };
+        let pods = [old(0), old(1), old(2)];
+        assert_eq!(
+            deletes(&plan(3, H, &pods)),
+            vec![("r-2", DeleteReason::Outdated)]
+        );
+        // r-2 going: wait.
+        let mut going = old(2);
+        going.terminating = true;
+        assert!(plan(3, H, &[old(0), old(1), going]).is_empty());
+        // r-2 recreated but not Ready yet: create done, wait for Ready.
+        let mut fresh = pod(2);
+        fresh.ready = false;
+        assert!(plan(3, H, &[old(0), old(1), fresh]).is_empty());
+        // r-2 Ready on the new spec: next is r-1.
+        assert_eq!(
+            deletes(&plan(3, H, &[old(0), old(1), pod(2)])),
+            vec![("r-1", DeleteReason::Outdated)]
+        );
+        assert!(!converged(3, H, &[old(0), old(1), pod(2)]));
+    }
+
+    #[test]
+    fn rolling_update_waits_for_missing_pods_first() {
+        let old = |i| PodView {
+            spec_hash: Some("old".into()),
+            ..pod(i)
+        };
+        let actions = plan(3, H, &[old(0), old(1)]);
+        assert_eq!(creates(&actions), vec![2]);
+        assert!(
+            deletes(&actions).is_empty(),
+            "no pod is rolled while one is missing"
+        );
+    }
+
+    #[test]
+    fn an_unready_outdated_pod_is_replaced_when_the_others_are_ready() {
+        // A bad image rolled to r-1 and never became Ready; the user fixed the spec.
+        let mut broken = PodView {
+            spec_hash: Some("bad".into()),
+            ..pod(1)
+        };
+        broken.ready = false;
+        let old0 = PodView {
+            spec_hash: Some("old".into()),
+            ..pod(0)
+        };
+        assert_eq!(
+            deletes(&plan(2, H, &[old0, broken])),
+            vec![("r-1", DeleteReason::Outdated)]
+        );
+    }
+
+    #[test]
+    fn rolling_update_never_takes_a_second_pod_down() {
+        let old = |i| PodView {
+            spec_hash: Some("old".into()),
+            ..pod(i)
+        };
+        let mut unready = old(0);
+        unready.ready = false;
+        assert!(
+            plan(3, H, &[unready, old(1), old(2)]).is_empty(),
+            "r-0 is not Ready, so r-2 must stay"
+        );
+    }
+
+    #[test]
+    fn counts_exclude_terminating_pods() {
+        let mut going = pod(2);
+        going.terminating = true;
+        let mut unready = pod(1);
+        unready.ready = false;
+        assert_eq!(counts(&[pod(0), unready, going]), (2, 1));
+    }
+
+    #[test]
+    fn pod_view_reads_a_real_pod() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "r-3", "annotations": {SPEC_HASH_ANNOTATION: "abc"},
+                         "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .expect("pod");
+        let view = PodView::from_pod("r", &pod);
+        assert_eq!(view.ordinal, Some(3));
+        assert_eq!(view.spec_hash.as_deref(), Some("abc"));
+        assert!(view.ready && view.terminating && !view.finished);
+        let failed: Pod = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "r-0"}, "status": {"phase": "Failed"}}),
+        )
+        .expect("pod");
+        assert!(PodView::from_pod("r", &failed).finished);
+    }
+}

@@ -1,0 +1,292 @@
+//! The pod a `Redis` wants at each ordinal (DESIGN §3), and the hash that tells a pod built from
+//! an older spec from a current one. Pure: the reconciler only sends what this builds.
+
+use api::pods::{pod_labels, pod_name};
+use api::{Redis, RedisSpec};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, ExecAction, Pod,
+    PodSecurityContext, PodSpec, Probe, SeccompProfile, SecurityContext, TCPSocketAction, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::Resource;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Annotation holding the hash of the pod spec a pod was built from (rolling updates compare it).
+pub const SPEC_HASH_ANNOTATION: &str = "myapp.tangx.in/pod-spec-hash";
+/// The container's name.
+pub const CONTAINER: &str = "redis";
+/// uid and gid of the `redis` user in the official Redis images; the pod runs as them, never root.
+const REDIS_UID: i64 = 999;
+const DATA_VOLUME: &str = "data";
+const DATA_PATH: &str = "/data";
+
+/// The pod spec every pod of this Redis runs (the same for all ordinals).
+pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
+    let port = spec.port();
+    let ping = Probe {
+        exec: Some(ExecAction {
+            command: Some(vec![
+                "redis-cli".into(),
+                "-p".into(),
+                port.to_string(),
+                "ping".into(),
+            ]),
+        }),
+        period_seconds: Some(5),
+        timeout_seconds: Some(2),
+        failure_threshold: Some(3),
+        ..Probe::default()
+    };
+    let alive = Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::Int(port),
+            ..TCPSocketAction::default()
+        }),
+        initial_delay_seconds: Some(10),
+        period_seconds: Some(10),
+        timeout_seconds: Some(2),
+        failure_threshold: Some(3),
+        ..Probe::default()
+    };
+    PodSpec {
+        containers: vec![Container {
+            name: CONTAINER.into(),
+            image: Some(spec.image().to_owned()),
+            image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
+            // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
+            args: Some(vec![
+                "redis-server".into(),
+                "--port".into(),
+                port.to_string(),
+            ]),
+            ports: Some(vec![ContainerPort {
+                name: Some("redis".into()),
+                container_port: port,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            }]),
+            readiness_probe: Some(ping),
+            liveness_probe: Some(alive),
+            resources: spec.resources.clone(),
+            security_context: Some(SecurityContext {
+                allow_privilege_escalation: Some(false),
+                capabilities: Some(Capabilities {
+                    drop: Some(vec!["ALL".into()]),
+                    add: None,
+                }),
+                read_only_root_filesystem: Some(true),
+                run_as_non_root: Some(true),
+                ..SecurityContext::default()
+            }),
+            volume_mounts: Some(vec![VolumeMount {
+                name: DATA_VOLUME.into(),
+                mount_path: DATA_PATH.into(),
+                ..VolumeMount::default()
+            }]),
+            ..Container::default()
+        }],
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(REDIS_UID),
+            run_as_group: Some(REDIS_UID),
+            fs_group: Some(REDIS_UID),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                localhost_profile: None,
+            }),
+            ..PodSecurityContext::default()
+        }),
+        volumes: Some(vec![Volume {
+            name: DATA_VOLUME.into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        }]),
+        // Redis never talks to the API server.
+        automount_service_account_token: Some(false),
+        enable_service_links: Some(false),
+        ..PodSpec::default()
+    }
+}
+
+/// A short, stable hash of the pod spec: the same spec gives the same hash on every machine and
+/// every release of the operator (unlike `std`'s hasher).
+pub fn spec_hash(spec: &PodSpec) -> String {
+    // k8s-openapi serializes maps in key order, so the JSON is canonical.
+    let json = serde_json::to_vec(spec).unwrap_or_default();
+    let digest = Sha256::digest(&json);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The complete pod for `ordinal`, owned by `redis` (controller reference, so the garbage
+/// collector removes it even without the operator). `None` if `redis` has no name or uid yet.
+pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> Option<Pod> {
+    let name = redis.metadata.name.as_deref()?;
+    let mut owner = redis.controller_owner_ref(&())?;
+    // Foreground deletion of the Redis waits for its pods (needs update on redis/finalizers).
+    owner.block_owner_deletion = Some(true);
+    Some(Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(name, ordinal)),
+            namespace: redis.metadata.namespace.clone(),
+            labels: Some(pod_labels(name)),
+            annotations: Some(BTreeMap::from([(
+                SPEC_HASH_ANNOTATION.to_owned(),
+                hash.to_owned(),
+            )])),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec.clone()),
+        status: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn redis(spec: serde_json::Value) -> Redis {
+        let mut r = Redis::new("my-op-redis", serde_json::from_value(spec).expect("spec"));
+        r.metadata.namespace = Some("ns".into());
+        r.metadata.uid = Some("8d6f".into());
+        r
+    }
+
+    #[test]
+    fn pod_runs_redis_server_on_the_port_with_probes() {
+        let r = redis(json!({"replicas": 2, "image": "redis:5-alpine", "port": 8333}));
+        let spec = pod_spec(&r.spec);
+        let pod = desired_pod(&r, 1, &spec, &spec_hash(&spec)).expect("pod");
+        let pod = serde_json::to_value(&pod).expect("json");
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(pod["metadata"]["name"], "my-op-redis-1");
+        assert_eq!(pod["metadata"]["namespace"], "ns");
+        assert_eq!(c["name"], "redis");
+        assert_eq!(c["image"], "redis:5-alpine");
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(c["args"], json!(["redis-server", "--port", "8333"]));
+        assert_eq!(c["ports"][0]["containerPort"], 8333);
+        assert_eq!(
+            c["readinessProbe"]["exec"]["command"],
+            json!(["redis-cli", "-p", "8333", "ping"])
+        );
+        assert_eq!(c["livenessProbe"]["tcpSocket"]["port"], 8333);
+    }
+
+    #[test]
+    fn pod_carries_labels_owner_and_hash() {
+        let r = redis(json!({}));
+        let spec = pod_spec(&r.spec);
+        let hash = spec_hash(&spec);
+        let pod = desired_pod(&r, 0, &spec, &hash).expect("pod");
+        let labels = pod.metadata.labels.expect("labels");
+        assert_eq!(labels.get("app").map(String::as_str), Some("my-op-redis"));
+        assert_eq!(
+            labels.get("app.kubernetes.io/instance").map(String::as_str),
+            Some("my-op-redis")
+        );
+        let owner = &pod.metadata.owner_references.expect("owner")[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+            ("Redis", "my-op-redis", "8d6f")
+        );
+        assert_eq!(owner.api_version, "myapp.tangx.in/v1");
+        assert_eq!(owner.controller, Some(true));
+        assert_eq!(owner.block_owner_deletion, Some(true));
+        assert_eq!(
+            pod.metadata
+                .annotations
+                .expect("annotations")
+                .get(SPEC_HASH_ANNOTATION),
+            Some(&hash)
+        );
+    }
+
+    #[test]
+    fn pod_passes_the_restricted_pod_security_profile() {
+        let spec = pod_spec(&redis(json!({})).spec);
+        let pod_sc = spec
+            .security_context
+            .as_ref()
+            .expect("pod security context");
+        assert_eq!(pod_sc.run_as_non_root, Some(true));
+        assert!(pod_sc.run_as_user.is_some_and(|uid| uid != 0));
+        assert_eq!(
+            pod_sc.seccomp_profile.as_ref().map(|p| p.type_.as_str()),
+            Some("RuntimeDefault")
+        );
+        let c = &spec.containers[0];
+        let sc = c
+            .security_context
+            .as_ref()
+            .expect("container security context");
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert_eq!(
+            sc.capabilities.as_ref().and_then(|c| c.drop.clone()),
+            Some(vec!["ALL".to_owned()])
+        );
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.privileged, None);
+        let mount = &c.volume_mounts.as_ref().expect("mounts")[0];
+        assert_eq!(mount.mount_path, "/data");
+        let volume = &spec.volumes.as_ref().expect("volumes")[0];
+        assert!(
+            volume.empty_dir.is_some(),
+            "only emptyDir: restricted allows no hostPath"
+        );
+    }
+
+    #[test]
+    fn resources_and_pull_policy_are_passed_through() {
+        let spec = pod_spec(
+            &redis(
+                json!({"imagePullPolicy": "Always", "resources": {"limits": {"memory": "256Mi"}}}),
+            )
+            .spec,
+        );
+        let c = &spec.containers[0];
+        assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
+        let limits = c
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.as_ref())
+            .expect("limits");
+        assert_eq!(limits.get("memory").map(|q| q.0.as_str()), Some("256Mi"));
+    }
+
+    #[test]
+    fn hash_is_stable_and_changes_with_what_matters() {
+        let base = pod_spec(&redis(json!({"image": "redis:7.2-alpine", "port": 6379})).spec);
+        assert_eq!(spec_hash(&base), spec_hash(&base.clone()));
+        assert_eq!(spec_hash(&base).len(), 16);
+        for changed in [
+            json!({"image": "redis:7.4-alpine", "port": 6379}),
+            json!({"image": "redis:7.2-alpine", "port": 6380}),
+            json!({"image": "redis:7.2-alpine", "port": 6379, "imagePullPolicy": "Always"}),
+            json!({"image": "redis:7.2-alpine", "port": 6379, "resources": {"requests": {"cpu": "100m"}}}),
+        ] {
+            assert_ne!(
+                spec_hash(&base),
+                spec_hash(&pod_spec(&redis(changed.clone()).spec)),
+                "{changed}"
+            );
+        }
+        // Replicas are not part of a pod: scaling rolls nothing.
+        let scaled = pod_spec(
+            &redis(json!({"image": "redis:7.2-alpine", "port": 6379, "replicas": 5})).spec,
+        );
+        assert_eq!(spec_hash(&base), spec_hash(&scaled));
+    }
+
+    #[test]
+    fn no_pod_without_uid() {
+        let mut r = redis(json!({}));
+        r.metadata.uid = None;
+        let spec = pod_spec(&r.spec);
+        assert!(desired_pod(&r, 0, &spec, "h").is_none());
+    }
+}

@@ -1,0 +1,411 @@
+//! The reconciler: a thin async shell that reads the watch caches, asks `plan` what to do, does
+//! it, records Events, and writes status only when it changed (DESIGN §3).
+
+use crate::Error;
+use crate::metrics::{Metrics, ReasonLabels};
+use crate::plan::{self, Action, DeleteReason, PodView};
+use crate::pod::{desired_pod, pod_spec, spec_hash};
+use crate::status::desired_status;
+use api::pods::LABEL_INSTANCE;
+use api::{FINALIZER, Redis};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Field manager of every write the controller makes.
+pub const MANAGER: &str = "redis-operator";
+/// Nothing changes at rest, so a long resync only guards against missed watch events.
+const RESYNC: Duration = Duration::from_secs(300);
+/// A create that found the name taken (our cache was behind): look again shortly.
+const CACHE_LAG_RETRY: Duration = Duration::from_secs(1);
+const WAIT_FOR_PODS: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    /// Pods labelled `app.kubernetes.io/managed-by=redis-operator`, managedFields stripped.
+    pub pods: Store<Pod>,
+    pub recorder: Recorder,
+    pub metrics: Arc<Metrics>,
+    /// Consecutive failures per Redis, for exponential backoff.
+    failures: Mutex<HashMap<ObjectRef<Redis>, u32>>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: Store<Pod>,
+        recorder: Recorder,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Context {
+            client,
+            pods,
+            recorder,
+            metrics,
+            failures: Mutex::default(),
+        }
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Redis>, u32>> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Entry point for kube-runtime's Controller: the finalizer helper splits apply from cleanup.
+pub async fn reconcile(redis: Arc<Redis>, ctx: Arc<Context>) -> Result<Requeue, Error> {
+    let _timer = ctx.metrics.reconcile_started();
+    let namespace = redis
+        .namespace()
+        .ok_or(Error::IncompleteObject("namespace"))?;
+    let api: Api<Redis> = Api::namespaced(ctx.client.clone(), &namespace);
+    let key = ObjectRef::from_obj(redis.as_ref());
+    let result = finalizer(&api, FINALIZER, redis, |event| async {
+        match event {
+            Finalizer::Apply(redis) => apply(&redis, &ctx).await,
+            Finalizer::Cleanup(redis) => cleanup(&redis, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    if result.is_ok() {
+        ctx.failures().remove(&key);
+    }
+    result
+}
+
+/// Requeue policy: conflicts and waits retry soon; other errors back off exponentially per Redis.
+pub fn error_policy(redis: Arc<Redis>, error: &Error, ctx: Arc<Context>) -> Requeue {
+    ctx.metrics
+        .failures
+        .get_or_create(&ReasonLabels {
+            reason: error.metric_label(),
+        })
+        .inc();
+    if error.is_waiting() {
+        tracing::debug!(redis = %redis.name_any(), %error, "waiting");
+        return Requeue::requeue(WAIT_FOR_PODS);
+    }
+    let attempt = {
+        let mut failures = ctx.failures();
+        let n = failures
+            .entry(ObjectRef::from_obj(redis.as_ref()))
+            .or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    };
+    if error.is_conflict() {
+        tracing::debug!(redis = %redis.name_any(), %error, "conflict; retrying with fresh state");
+        return Requeue::requeue(Duration::from_millis(200));
+    }
+    let delay = Duration::from_millis(500)
+        .saturating_mul(1 << attempt.min(10))
+        .min(MAX_BACKOFF);
+    tracing::warn!(redis = %redis.name_any(), %error, retry_in = ?delay, "reconcile failed");
+    Requeue::requeue(delay)
+}
+
+/// The pods of `redis` as the watch cache has them: our labels, and `redis` as controller owner
+/// (a pod left by an earlier Redis of the same name is not ours to count).
+fn owned_pods(ctx: &Context, redis: &Redis) -> Vec<Arc<Pod>> {
+    let (Some(name), Some(uid)) = (
+        redis.metadata.name.as_deref(),
+        redis.metadata.uid.as_deref(),
+    ) else {
+        return Vec::new();
+    };
+    let namespace = redis.metadata.namespace.as_deref();
+    ctx.pods.state_filter(|pod| {
+        pod.metadata.namespace.as_deref() == namespace
+            && pod.labels().get(LABEL_INSTANCE).map(String::as_str) == Some(name)
+            && pod
+                .owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && o.uid == uid)
+    })
+}
+
+async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
+    let name = redis
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(Error::IncompleteObject("name"))?;
+    let namespace = redis
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::IncompleteObject("namespace"))?;
+    let spec = pod_spec(&redis.spec);
+    let hash = spec_hash(&spec);
+    let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
+    let views: Vec<PodView> = owned_pods(ctx, redis)
+        .iter()
+        .map(|p| PodView::from_pod(name, p))
+        .collect();
+    let actions = plan::plan(replicas, &hash, &views);
+
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let reference = redis.object_ref(&());
+    announce_scaling(redis, ctx, &reference, replicas, &views, &actions).await;
+    let mut retry_soon = false;
+    let mut first_error = None;
+    for action in &actions {
+        let outcome = match action {
+            Action::Create { ordinal } => {
+                create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await
+            }
+            Action::Delete { name, reason } => {
+                delete_pod(ctx, &pods, &reference, name, reason.describe()).await
+            }
+        };
+        match outcome {
+            Ok(Done::Yes) => {}
+            Ok(Done::CacheBehind) => retry_soon = true,
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+
+    let stored = redis.status.as_ref();
+    let status = desired_status(
+        name,
+        redis.metadata.generation,
+        replicas,
+        &hash,
+        &views,
+        stored,
+        now(),
+    );
+    if stored != Some(&status) {
+        write_status(redis, ctx, namespace, name, &status).await?;
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    Ok(if retry_soon {
+        Requeue::requeue(CACHE_LAG_RETRY)
+    } else {
+        Requeue::requeue(RESYNC)
+    })
+}
+
+/// Deletion of the Redis: delete its pods, and keep the finalizer until they are all gone.
+async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
+    let namespace = redis
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::IncompleteObject("namespace"))?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let reference = redis.object_ref(&());
+    let owned = owned_pods(ctx, redis);
+    for pod in owned
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        delete_pod(
+            ctx,
+            &pods,
+            &reference,
+            &pod.name_any(),
+            "the Redis is being deleted",
+        )
+        .await?;
+    }
+    if owned.is_empty() {
+        Ok(Requeue::await_change())
+    } else {
+        Err(Error::PodsRemaining(owned.len()))
+    }
+}
+
+enum Done {
+    Yes,
+    /// The API said the pod is already there (create) — our cache had not seen it yet.
+    CacheBehind,
+}
+
+async fn create_pod(
+    redis: &Redis,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    ordinal: u32,
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    hash: &str,
+) -> Result<Done, Error> {
+    let pod =
+        desired_pod(redis, ordinal, spec, hash).ok_or(Error::IncompleteObject("name or uid"))?;
+    let pod_name = pod.name_any();
+    let params = PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    match pods.create(&params, &pod).await {
+        Ok(_) => {
+            ctx.metrics.pods_created.inc();
+            tracing::info!(pod = %pod_name, "created pod");
+            publish(
+                ctx,
+                reference,
+                EventType::Normal,
+                "SuccessfulCreate",
+                "Create",
+                format!("Created pod {pod_name}"),
+            )
+            .await;
+            Ok(Done::Yes)
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Done::CacheBehind),
+        Err(e) => {
+            let note = format!("Error creating pod {pod_name}: {e}");
+            publish(
+                ctx,
+                reference,
+                EventType::Warning,
+                "FailedCreate",
+                "Create",
+                note,
+            )
+            .await;
+            Err(Error::Kube(e))
+        }
+    }
+}
+
+async fn delete_pod(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    pod_name: &str,
+    why: &str,
+) -> Result<Done, Error> {
+    match pods.delete(pod_name, &DeleteParams::default()).await {
+        Ok(_) => {
+            ctx.metrics.pods_deleted.inc();
+            tracing::info!(pod = %pod_name, why, "deleted pod");
+            let note = format!("Deleted pod {pod_name}: {why}");
+            publish(
+                ctx,
+                reference,
+                EventType::Normal,
+                "SuccessfulDelete",
+                "Delete",
+                note,
+            )
+            .await;
+            Ok(Done::Yes)
+        }
+        // Already gone: what we wanted.
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Done::Yes),
+        Err(e) => {
+            let note = format!("Error deleting pod {pod_name}: {e}");
+            publish(
+                ctx,
+                reference,
+                EventType::Warning,
+                "FailedDelete",
+                "Delete",
+                note,
+            )
+            .await;
+            Err(Error::Kube(e))
+        }
+    }
+}
+
+/// One Event when a spec change makes the pod count move (as Deployments' ScalingReplicaSet).
+async fn announce_scaling(
+    redis: &Redis,
+    ctx: &Context,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    replicas: u32,
+    views: &[PodView],
+    actions: &[Action],
+) {
+    let spec_changed =
+        redis.status.as_ref().and_then(|s| s.observed_generation) != redis.metadata.generation;
+    let existing = views
+        .iter()
+        .filter(|p| !p.terminating && p.ordinal.is_some())
+        .count();
+    let scaling_down = actions.iter().any(|a| {
+        matches!(
+            a,
+            Action::Delete {
+                reason: DeleteReason::ScaleDown,
+                ..
+            }
+        )
+    });
+    let scaling_up =
+        existing < replicas as usize && actions.iter().any(|a| matches!(a, Action::Create { .. }));
+    if !(spec_changed && (scaling_up || scaling_down)) {
+        return;
+    }
+    let (reason, verb) = if scaling_down {
+        ("ScalingDown", "down")
+    } else {
+        ("ScalingUp", "up")
+    };
+    let note = format!("Scaling {verb} from {existing} to {replicas} pods");
+    publish(ctx, reference, EventType::Normal, reason, "Scale", note).await;
+}
+
+async fn write_status(
+    redis: &Redis,
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    status: &api::RedisStatus,
+) -> Result<(), Error> {
+    let api: Api<Redis> = Api::namespaced(ctx.client.clone(), namespace);
+    let patch = serde_json::json!({
+        "apiVersion": Redis::api_version(&()),
+        "kind": Redis::kind(&()),
+        "status": status,
+    });
+    let params = PatchParams::apply(MANAGER).force();
+    api.patch_status(name, &params, &Patch::Apply(&patch))
+        .await
+        .map_err(Error::Kube)?;
+    ctx.metrics.status_writes.inc();
+    tracing::debug!(redis = %name, uid = ?redis.metadata.uid, "status written");
+    Ok(())
+}
+
+async fn publish(
+    ctx: &Context,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: action.to_owned(),
+        secondary: None,
+    };
+    // An Event that cannot be written must not fail the reconcile that did the work.
+    if let Err(e) = ctx.recorder.publish(&event, reference).await {
+        tracing::warn!(error = %e, reason, "could not record an Event");
+    }
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}

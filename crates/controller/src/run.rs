@@ -1,0 +1,160 @@
+//! Wiring: watch caches, the kube-runtime Controller, leader election, the operations port.
+
+use crate::cli::Cli;
+use crate::metrics::Metrics;
+use crate::reconcile::{self, Context, MANAGER};
+use crate::{Error, ops};
+use api::Redis;
+use futures::{StreamExt, future};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::utils::predicates;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::{Client, Resource, ResourceExt};
+use std::future::Future;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Runs the controller until `shutdown` completes (Ok) or leadership is lost (Err).
+pub async fn run(
+    cli: Cli,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), Error> {
+    let client = Client::try_default().await.map_err(Error::Config)?;
+    let redis_api: Api<Redis> = scoped(&client, cli.namespace.as_deref());
+    let pod_api: Api<Pod> = scoped(&client, cli.namespace.as_deref());
+    // Fail early, and clearly, when the CRD is missing.
+    redis_api
+        .list(&ListParams::default().limit(1))
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(ref s) if s.code == 404 => Error::CrdMissing(e),
+            e => Error::Kube(e),
+        })?;
+
+    let metrics = Arc::new(Metrics::default());
+    let ready = Arc::new(AtomicBool::new(false));
+    let ops = ops::serve(cli.metrics_bind, metrics.clone(), ready.clone()).await?;
+
+    // The pod cache fills before any reconcile, so the first plans see the pods that exist
+    // (a restarted controller creates no duplicates and wastes no writes).
+    let (pods, pod_writer) = reflector::store_shared::<Pod>(1024);
+    let pod_events = pod_writer
+        .subscribe()
+        .ok_or(Error::IncompleteObject("pod subscription"))?;
+    let pod_watch = watcher(
+        pod_api,
+        watcher::Config::default().labels(&api::pods::managed_pods_selector()),
+    )
+    .default_backoff()
+    .modify(|pod| pod.managed_fields_mut().clear())
+    .reflect_shared(pod_writer)
+    .for_each(|_| future::ready(()));
+    let pod_watch = tokio::spawn(pod_watch);
+    pods.wait_until_ready()
+        .await
+        .map_err(|_| Error::IncompleteObject("pod cache"))?;
+
+    let leadership = if cli.leader_elect {
+        Some(crate::leader::acquire(&client, &cli).await?)
+    } else {
+        None
+    };
+    metrics.leader.set(1);
+    ready.store(true, Ordering::SeqCst);
+
+    let (redis_store, redis_writer) = reflector::store::<Redis>();
+    let redis_watch = watcher(redis_api, watcher::Config::default())
+        .default_backoff()
+        .modify(|redis| redis.managed_fields_mut().clear())
+        .reflect(redis_writer)
+        .applied_objects()
+        // Our own status writes change neither of these, so they do not wake us.
+        .predicate_filter(spec_or_lifecycle, Default::default());
+
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: MANAGER.to_owned(),
+            instance: instance_name(),
+        },
+    );
+    let ctx = Arc::new(Context::new(client, pods, recorder, metrics.clone()));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut lost = Box::pin(async move {
+        match leadership {
+            Some(mut lease) => lease.lost().await,
+            None => future::pending::<()>().await,
+        }
+    });
+    let controller = Controller::for_stream(redis_watch, redis_store)
+        .owns_shared_stream(pod_events)
+        .with_config(
+            ControllerConfig::default()
+                .concurrency(cli.concurrency)
+                .debounce(cli.debounce),
+        )
+        .graceful_shutdown_on(async move {
+            let _ = stop_rx.await;
+        })
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "reconcile error");
+            }
+            future::ready(())
+        });
+    tracing::info!(
+        namespace = cli.namespace.as_deref().unwrap_or("<all>"),
+        "redis-controller running"
+    );
+
+    let mut controller = Box::pin(controller);
+    let outcome = tokio::select! {
+        () = &mut controller => Ok(()),
+        () = shutdown => Ok(()),
+        () = &mut lost => Err(Error::LeadershipLost),
+    };
+    // Let reconciles in flight finish, then stop.
+    let _ = stop_tx.send(());
+    if outcome.is_ok() {
+        controller.await;
+    }
+    metrics.leader.set(0);
+    pod_watch.abort();
+    ops.abort();
+    outcome
+}
+
+fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Changes that need a reconcile: the spec (generation), and the finalizer or deletion state.
+fn spec_or_lifecycle(redis: &Redis) -> Option<u64> {
+    let mut hasher = DefaultHasher::new();
+    predicates::generation(redis).hash(&mut hasher);
+    redis.finalizers().hash(&mut hasher);
+    redis
+        .metadata
+        .deletion_timestamp
+        .is_some()
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// The reporting instance of Events: the pod name when in a cluster.
+fn instance_name() -> Option<String> {
+    std::env::var("POD_NAME")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+}

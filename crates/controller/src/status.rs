@@ -1,0 +1,176 @@
+//! The status a Redis should show (DESIGN §3), computed from the real pods. The reconciler
+//! writes it only when it differs from what is stored, so a steady state makes no writes.
+
+use crate::plan::{self, PodView};
+use api::RedisStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+pub const READY: &str = "Ready";
+
+/// The status for `pods`, given the stored one (whose `Ready` transition time is kept while the
+/// condition's status does not change) and the time to stamp a transition with.
+pub fn desired_status(
+    redis_name: &str,
+    generation: Option<i64>,
+    replicas: u32,
+    hash: &str,
+    pods: &[PodView],
+    stored: Option<&RedisStatus>,
+    now: Time,
+) -> RedisStatus {
+    let (existing, ready) = plan::counts(pods);
+    let converged = plan::converged(replicas, hash, pods);
+    let outdated = pods
+        .iter()
+        .filter(|p| !p.terminating && p.spec_hash.as_deref() != Some(hash))
+        .count();
+    let (status, reason, message) = if converged {
+        (
+            "True",
+            "AllReplicasReady",
+            format!("{ready}/{replicas} pods are Ready"),
+        )
+    } else if existing > replicas as i32 {
+        (
+            "False",
+            "ScalingDown",
+            format!("{existing} pods exist, {replicas} wanted"),
+        )
+    } else if existing < replicas as i32 {
+        (
+            "False",
+            "ScalingUp",
+            format!("{existing} of {replicas} pods exist, {ready} Ready"),
+        )
+    } else if outdated > 0 {
+        (
+            "False",
+            "RollingUpdate",
+            format!("{outdated} of {replicas} pods run an older spec, {ready} Ready"),
+        )
+    } else {
+        (
+            "False",
+            "PodsNotReady",
+            format!("{ready}/{replicas} pods are Ready"),
+        )
+    };
+    let previous = stored.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => now,
+    };
+    RedisStatus {
+        replicas: existing,
+        ready_replicas: ready,
+        selector: Some(api::pods::selector_string(redis_name)),
+        observed_generation: generation,
+        conditions: vec![Condition {
+            type_: READY.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            observed_generation: generation,
+            last_transition_time,
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(i: u32, ready: bool) -> PodView {
+        PodView {
+            name: format!("r-{i}"),
+            ordinal: Some(i),
+            spec_hash: Some("h".into()),
+            ready,
+            finished: false,
+            terminating: false,
+        }
+    }
+
+    fn at(secs: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(secs).expect("time"))
+    }
+
+    fn ready_condition(s: &RedisStatus) -> &Condition {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == READY)
+            .expect("Ready condition")
+    }
+
+    #[test]
+    fn converged_is_ready_with_counts_and_selector() {
+        let s = desired_status(
+            "r",
+            Some(4),
+            2,
+            "h",
+            &[pod(0, true), pod(1, true)],
+            None,
+            at(10),
+        );
+        assert_eq!((s.replicas, s.ready_replicas), (2, 2));
+        assert_eq!(s.observed_generation, Some(4));
+        assert_eq!(
+            s.selector.as_deref(),
+            Some(api::pods::selector_string("r").as_str())
+        );
+        let c = ready_condition(&s);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "AllReplicasReady")
+        );
+        assert_eq!(c.observed_generation, Some(4));
+    }
+
+    #[test]
+    fn reasons_say_what_is_going_on() {
+        let reason = |replicas, pods: &[PodView]| {
+            ready_condition(&desired_status(
+                "r",
+                Some(1),
+                replicas,
+                "h",
+                pods,
+                None,
+                at(0),
+            ))
+            .reason
+            .clone()
+        };
+        assert_eq!(reason(3, &[pod(0, true)]), "ScalingUp");
+        assert_eq!(reason(1, &[pod(0, true), pod(1, true)]), "ScalingDown");
+        assert_eq!(reason(2, &[pod(0, true), pod(1, false)]), "PodsNotReady");
+        let old = PodView {
+            spec_hash: Some("old".into()),
+            ..pod(1, true)
+        };
+        assert_eq!(reason(2, &[pod(0, true), old]), "RollingUpdate");
+        assert_eq!(reason(0, &[]), "AllReplicasReady");
+    }
+
+    #[test]
+    fn the_same_state_gives_the_same_status_so_nothing_is_written() {
+        let pods = [pod(0, true), pod(1, true)];
+        let first = desired_status("r", Some(1), 2, "h", &pods, None, at(10));
+        let again = desired_status("r", Some(1), 2, "h", &pods, Some(&first), at(99));
+        assert_eq!(
+            first, again,
+            "the transition time is kept while Ready does not change"
+        );
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_ready_flips() {
+        let ready = desired_status("r", Some(1), 1, "h", &[pod(0, true)], None, at(10));
+        let not_ready =
+            desired_status("r", Some(1), 1, "h", &[pod(0, false)], Some(&ready), at(20));
+        assert_eq!(ready_condition(&not_ready).last_transition_time, at(20));
+        let still_not = desired_status("r", Some(1), 1, "h", &[], Some(&not_ready), at(30));
+        assert_eq!(ready_condition(&still_not).last_transition_time, at(20));
+    }
+}
