@@ -8,7 +8,7 @@ use crate::pod::{desired_pod, pod_spec, spec_hash};
 use crate::status::desired_status;
 use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action as Requeue;
@@ -240,9 +240,9 @@ async fn create_pod(
     redis: &Redis,
     ctx: &Context,
     pods: &Api<Pod>,
-    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    reference: &ObjectReference,
     ordinal: u32,
-    spec: &k8s_openapi::api::core::v1::PodSpec,
+    spec: &PodSpec,
     hash: &str,
 ) -> Result<Done, Error> {
     let pod =
@@ -259,6 +259,7 @@ async fn create_pod(
             publish(
                 ctx,
                 reference,
+                Some(pod_ref(pods, &pod_name)),
                 EventType::Normal,
                 "SuccessfulCreate",
                 "Create",
@@ -273,6 +274,7 @@ async fn create_pod(
             publish(
                 ctx,
                 reference,
+                Some(pod_ref(pods, &pod_name)),
                 EventType::Warning,
                 "FailedCreate",
                 "Create",
@@ -287,7 +289,7 @@ async fn create_pod(
 async fn delete_pod(
     ctx: &Context,
     pods: &Api<Pod>,
-    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    reference: &ObjectReference,
     pod_name: &str,
     why: &str,
 ) -> Result<Done, Error> {
@@ -299,6 +301,7 @@ async fn delete_pod(
             publish(
                 ctx,
                 reference,
+                Some(pod_ref(pods, pod_name)),
                 EventType::Normal,
                 "SuccessfulDelete",
                 "Delete",
@@ -314,6 +317,7 @@ async fn delete_pod(
             publish(
                 ctx,
                 reference,
+                Some(pod_ref(pods, pod_name)),
                 EventType::Warning,
                 "FailedDelete",
                 "Delete",
@@ -329,7 +333,7 @@ async fn delete_pod(
 async fn announce_scaling(
     redis: &Redis,
     ctx: &Context,
-    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    reference: &ObjectReference,
     replicas: u32,
     views: &[PodView],
     actions: &[Action],
@@ -360,7 +364,16 @@ async fn announce_scaling(
         ("ScalingUp", "up")
     };
     let note = format!("Scaling {verb} from {existing} to {replicas} pods");
-    publish(ctx, reference, EventType::Normal, reason, "Scale", note).await;
+    publish(
+        ctx,
+        reference,
+        None,
+        EventType::Normal,
+        reason,
+        "Scale",
+        note,
+    )
+    .await;
 }
 
 async fn write_status(
@@ -385,9 +398,12 @@ async fn write_status(
     Ok(())
 }
 
+/// Records an Event on the Redis; `pod` is its related object, which also keeps Events about
+/// different pods apart (the recorder folds Events with the same key into one series).
 async fn publish(
     ctx: &Context,
-    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    reference: &ObjectReference,
+    pod: Option<ObjectReference>,
     type_: EventType,
     reason: &str,
     action: &str,
@@ -398,11 +414,21 @@ async fn publish(
         reason: reason.to_owned(),
         note: Some(note),
         action: action.to_owned(),
-        secondary: None,
+        secondary: pod,
     };
     // An Event that cannot be written must not fail the reconcile that did the work.
     if let Err(e) = ctx.recorder.publish(&event, reference).await {
         tracing::warn!(error = %e, reason, "could not record an Event");
+    }
+}
+
+fn pod_ref(pods: &Api<Pod>, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Pod".to_owned()),
+        name: Some(name.to_owned()),
+        namespace: pods.namespace().map(str::to_owned),
+        ..ObjectReference::default()
     }
 }
 

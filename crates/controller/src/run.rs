@@ -40,23 +40,35 @@ pub async fn run(
     let ops = ops::serve(cli.metrics_bind, metrics.clone(), ready.clone()).await?;
 
     // The pod cache fills before any reconcile, so the first plans see the pods that exist
-    // (a restarted controller creates no duplicates and wastes no writes).
-    let (pods, pod_writer) = reflector::store_shared::<Pod>(1024);
-    let pod_events = pod_writer
-        .subscribe()
-        .ok_or(Error::IncompleteObject("pod subscription"))?;
+    // (a restarted controller creates no duplicates and wastes no writes). This task drives the
+    // pod watch and forwards every pod it touches, deletions included, to the Controller.
+    let (pods, pod_writer) = reflector::store::<Pod>();
+    let (touched_tx, touched_rx) = tokio::sync::mpsc::unbounded_channel::<Pod>();
     let pod_watch = watcher(
         pod_api,
         watcher::Config::default().labels(&api::pods::managed_pods_selector()),
     )
     .default_backoff()
     .modify(|pod| pod.managed_fields_mut().clear())
-    .reflect_shared(pod_writer)
-    .for_each(|_| future::ready(()));
+    .reflect(pod_writer)
+    .touched_objects()
+    .for_each(move |pod| {
+        match pod {
+            // The Controller may have stopped; then nobody needs the trigger.
+            Ok(pod) => drop(touched_tx.send(pod)),
+            Err(e) => tracing::warn!(error = %e, "pod watch error; retrying with backoff"),
+        }
+        future::ready(())
+    });
     let pod_watch = tokio::spawn(pod_watch);
     pods.wait_until_ready()
         .await
         .map_err(|_| Error::IncompleteObject("pod cache"))?;
+    let pod_events = futures::stream::unfold(touched_rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|pod| (Ok::<_, watcher::Error>(pod), rx))
+    });
 
     let leadership = if cli.leader_elect {
         Some(crate::leader::acquire(&client, &cli).await?)
@@ -91,7 +103,7 @@ pub async fn run(
         }
     });
     let controller = Controller::for_stream(redis_watch, redis_store)
-        .owns_shared_stream(pod_events)
+        .owns_stream(pod_events)
         .with_config(
             ControllerConfig::default()
                 .concurrency(cli.concurrency)
