@@ -30,7 +30,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (stream, _) = listener.accept().await?;
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(stream).await else { return };
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
             let service = service_fn(|_request| async {
                 Ok::<_, std::convert::Infallible>(
                     Response::builder()
@@ -39,7 +41,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .unwrap_or_default(),
                 )
             });
-            let _ = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(tls), service).await;
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
         });
     }
 }
