@@ -45,7 +45,7 @@ unit: ## Run the unit tests (includes the check that committed manifests match t
 	$(CARGO) test $(CARGO_FLAGS)
 
 .PHONY: test
-test: lint unit ## Everything CI runs: lint, then the tests.
+test: lint unit e2e ## Everything CI runs: lint, the unit tests, then e2e (starts the local test bed unless KUBECONFIG is set).
 
 ##@ Webhook
 
