@@ -176,11 +176,13 @@ build_tool() {
   fi
   for b in "${binaries[@]}"; do
     link_into_bin "${entry}/${b}" "$b"
+    linked+=("$b")
   done
   flock -u "$lock_fd"
   exec {lock_fd}>&-
 }
 
+linked=()
 tools=("$@")
 if ((${#tools[@]} == 0)); then
   tools=(etcd kwok helm kubernetes)
@@ -188,4 +190,4 @@ fi
 for tool in "${tools[@]}"; do
   build_tool "$tool"
 done
-log "bin/ is ready: $(cd "$bin_dir" && echo *)"
+log "ready in ${bin_dir}: ${linked[*]}"
