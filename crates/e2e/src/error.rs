@@ -30,6 +30,10 @@ pub enum Error {
         last_seen: String,
     },
 
+    /// A process the test runs (webhook, controller, kubectl) could not be used.
+    #[error("{what}: {reason}")]
+    Process { what: String, reason: String },
+
     /// A manifest from the repository could not be read or parsed.
     #[error("cannot use manifest {path}: {reason}")]
     Manifest { path: PathBuf, reason: String },

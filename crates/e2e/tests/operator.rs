@@ -1,0 +1,843 @@
+//! The tutorial, chapter by chapter, against a real API server: the operator runs as real
+//! processes (webhook registered by url + caBundle, controller under its own RBAC identity),
+//! each test in its own namespace enforcing Pod Security "restricted".
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use api::{Redis, RedisSpec};
+use e2e::operator::{Controller, Operator, run_kubectl};
+use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+
+async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
+    let cluster = Cluster::connect().await?;
+    let ns = cluster
+        .namespace_with(
+            prefix,
+            NamespaceOptions::default().pod_security("restricted"),
+        )
+        .await?;
+    let operator = Operator::start(&cluster, &ns).await?;
+    Ok((cluster, ns, operator))
+}
+
+fn tutorial_sample() -> Redis {
+    let mut redis = Redis::new(
+        "my-op-redis",
+        RedisSpec {
+            replicas: Some(2),
+            image: Some("redis:5-alpine".into()),
+            port: Some(8333),
+            ..RedisSpec::default()
+        },
+    );
+    redis.metadata.namespace = None;
+    redis
+}
+
+/// Pod names of the Redis `name`, sorted.
+async fn pod_names(pods: &Api<Pod>, name: &str) -> Result<Vec<String>, String> {
+    let selector = api::pods::selector_string(name);
+    let list = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(seen)?;
+    let mut names: Vec<_> = list
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| p.name_any())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Waits until exactly `expected` pods exist and are Ready, and the status says so.
+async fn wait_converged(ns: &TestNamespace, name: &str, expected: &[&str]) -> Result<Redis, Error> {
+    let pods: Api<Pod> = ns.api();
+    let redis: Api<Redis> = ns.api();
+    let replicas = i32::try_from(expected.len()).unwrap_or(i32::MAX);
+    wait_for(
+        &format!("{name} to converge on {expected:?}"),
+        CONVERGE,
+        || async {
+            let all = pods
+                .list(&ListParams::default().labels(&api::pods::selector_string(name)))
+                .await
+                .map_err(seen)?;
+            let mut names: Vec<_> = all.items.iter().map(|p| p.name_any()).collect();
+            names.sort();
+            let ready = all
+                .items
+                .iter()
+                .filter(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none())
+                .count();
+            let current = redis.get(name).await.map_err(seen)?;
+            let status = current.status.clone().unwrap_or_default();
+            let ready_condition = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            let done = names == expected
+                && ready == expected.len()
+                && status.replicas == replicas
+                && status.ready_replicas == replicas
+                && ready_condition
+                && status.observed_generation == current.metadata.generation;
+            if done {
+                Ok(current)
+            } else {
+                Err(format!("pods {names:?} ({ready} Ready), status {status:?}"))
+            }
+        },
+    )
+    .await
+}
+
+async fn events_about(ns: &TestNamespace, redis: &str) -> Result<Vec<Event>, Error> {
+    let events: Api<Event> = ns.api();
+    let mut list: Vec<Event> = events
+        .list(&ListParams::default())
+        .await
+        .context("listing events")?
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(redis))
+        .collect();
+    list.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+    Ok(list)
+}
+
+fn note(e: &Event) -> &str {
+    e.note.as_deref().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn tutorial_sample_runs_two_ready_pods_with_status_and_columns() -> Result<(), Error> {
+    let (cluster, ns, _operator) = setup("sample").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    let converged = wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    assert_eq!(converged.finalizers(), &[api::FINALIZER.to_owned()]);
+    assert_eq!(
+        converged.status.as_ref().and_then(|s| s.selector.clone()),
+        Some(api::pods::selector_string("my-op-redis"))
+    );
+
+    let pods: Api<Pod> = ns.api();
+    for name in ["my-op-redis-0", "my-op-redis-1"] {
+        let pod = pods.get(name).await.context(format!("reading {name}"))?;
+        let labels = pod.labels();
+        assert_eq!(labels.get("app").map(String::as_str), Some("my-op-redis"));
+        assert_eq!(
+            labels.get("app.kubernetes.io/name").map(String::as_str),
+            Some("redis")
+        );
+        assert_eq!(
+            labels.get("app.kubernetes.io/instance").map(String::as_str),
+            Some("my-op-redis")
+        );
+        assert_eq!(
+            labels
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
+            Some("redis-operator")
+        );
+        let owner = &pod.owner_references()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+            ("Redis", "my-op-redis", Some(true))
+        );
+        assert_eq!(Some(&owner.uid), converged.metadata.uid.as_ref());
+        let container = &pod.spec.as_ref().expect("spec").containers[0];
+        assert_eq!(container.image.as_deref(), Some("redis:5-alpine"));
+        assert_eq!(
+            container.args,
+            Some(vec!["redis-server".into(), "--port".into(), "8333".into()])
+        );
+        assert_eq!(
+            container.ports.as_ref().map(|p| p[0].container_port),
+            Some(8333)
+        );
+        let probe = container
+            .readiness_probe
+            .as_ref()
+            .and_then(|p| p.exec.as_ref())
+            .and_then(|e| e.command.clone());
+        assert_eq!(
+            probe,
+            Some(vec![
+                "redis-cli".into(),
+                "-p".into(),
+                "8333".into(),
+                "ping".into()
+            ])
+        );
+        assert!(container.liveness_probe.is_some());
+    }
+
+    let table =
+        run_kubectl(&cluster, &["get", "redis", "-n", ns.name()]).map_err(|e| Error::Process {
+            what: "kubectl get redis".into(),
+            reason: e,
+        })?;
+    let mut lines = table.lines();
+    let header: Vec<_> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        vec!["NAME", "REPLICAS", "READY", "IMAGE", "PORT", "AGE"],
+        "{table}"
+    );
+    let row: Vec<_> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[..5],
+        &["my-op-redis", "2", "2", "redis:5-alpine", "8333"],
+        "{table}"
+    );
+    let short =
+        run_kubectl(&cluster, &["get", "rds", "-n", ns.name(), "-o", "name"]).unwrap_or_default();
+    assert_eq!(
+        short.trim(),
+        "redis.myapp.tangx.in/my-op-redis",
+        "short name rds works"
+    );
+
+    let events = events_about(&ns, "my-op-redis").await?;
+    for pod in ["my-op-redis-0", "my-op-redis-1"] {
+        assert!(
+            events
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("SuccessfulCreate") && note(e).contains(pod)),
+            "a SuccessfulCreate Event names {pod}: {:?}",
+            events.iter().map(note).collect::<Vec<_>>()
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn admission_rejects_bad_specs_and_fills_defaults() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("admission").await?;
+    let redis: Api<Redis> = ns.api();
+    let params = PostParams::default();
+    let create = |name: &str, spec: serde_json::Value| {
+        let object: Redis = serde_json::from_value(json!({
+            "apiVersion": "myapp.tangx.in/v1", "kind": "Redis", "metadata": {"name": name}, "spec": spec
+        }))
+        .expect("test object");
+        let redis = redis.clone();
+        let params = params.clone();
+        async move { redis.create(&params, &object).await }
+    };
+
+    // The API server's own schema (the tutorial's markers): port must be >= 1234.
+    match create("port-1000", json!({"port": 1000})).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 422, "{s:?}");
+            assert!(
+                s.message
+                    .contains("should be greater than or equal to 1234"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("port 1000 must be refused by the schema, got {other:?}"),
+    }
+    // The webhook: the tutorial's rules.
+    for (name, spec, says) in [
+        (
+            "port-6000",
+            json!({"port": 6000}),
+            "spec.port: must be >= 6379, got 6000",
+        ),
+        (
+            "tangx-in",
+            json!({}),
+            "metadata.name: \"tangx-in\" is a reserved name",
+        ),
+    ] {
+        match create(name, spec).await {
+            Err(kube::Error::Api(s)) => {
+                assert!(s.message.contains("denied the request"), "{}", s.message);
+                assert!(s.message.contains(says), "{}", s.message);
+            }
+            other => panic!("{name} must be refused by the webhook, got {other:?}"),
+        }
+    }
+    // Defaults are filled and stored.
+    let stored = create("defaults", json!({}))
+        .await
+        .context("creating an empty spec")?;
+    assert_eq!(stored.spec.replicas, Some(1));
+    assert_eq!(stored.spec.image.as_deref(), Some("redis:7.2-alpine"));
+    assert_eq!(stored.spec.port, Some(6379));
+    assert_eq!(
+        stored.spec.image_pull_policy,
+        Some(api::ImagePullPolicy::IfNotPresent)
+    );
+    wait_converged(&ns, "defaults", &["defaults-0"]).await?;
+
+    // Deletion protection.
+    let annotate = |value: serde_json::Value| {
+        let redis = redis.clone();
+        async move {
+            let patch =
+                json!({"metadata": {"annotations": {api::DELETION_PROTECTION_ANNOTATION: value}}});
+            redis
+                .patch("defaults", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    };
+    annotate(json!("true"))
+        .await
+        .context("protecting defaults")?;
+    match redis.delete("defaults", &DeleteParams::default()).await {
+        Err(kube::Error::Api(s)) => {
+            assert!(s.message.contains("deletion is refused"), "{}", s.message)
+        }
+        other => panic!("a protected Redis must not be deletable, got {other:?}"),
+    }
+    assert!(
+        redis
+            .get_opt("defaults")
+            .await
+            .context("reading defaults")?
+            .is_some()
+    );
+    annotate(serde_json::Value::Null)
+        .await
+        .context("unprotecting defaults")?;
+    redis
+        .delete("defaults", &DeleteParams::default())
+        .await
+        .context("deleting defaults")?;
+    e2e::pods::wait_gone(&redis, "defaults", CONVERGE).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error> {
+    let (cluster, ns, _operator) = setup("scale").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+
+    let scale_to = |n: i32| {
+        let redis = redis.clone();
+        async move {
+            redis
+                .patch(
+                    "my-op-redis",
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({"spec": {"replicas": n}})),
+                )
+                .await
+                .context(format!("scaling to {n}"))
+        }
+    };
+    scale_to(4).await?;
+    wait_converged(
+        &ns,
+        "my-op-redis",
+        &[
+            "my-op-redis-0",
+            "my-op-redis-1",
+            "my-op-redis-2",
+            "my-op-redis-3",
+        ],
+    )
+    .await?;
+    scale_to(1).await?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0"]).await?;
+
+    let deleted: Vec<String> = events_about(&ns, "my-op-redis")
+        .await?
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("SuccessfulDelete"))
+        .filter_map(|e| {
+            note(e)
+                .split_whitespace()
+                .nth(2)
+                .map(|p| p.trim_end_matches(':').to_owned())
+        })
+        .collect();
+    assert_eq!(
+        deleted,
+        vec!["my-op-redis-3", "my-op-redis-2", "my-op-redis-1"],
+        "highest ordinal first"
+    );
+    let events = events_about(&ns, "my-op-redis").await?;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("ScalingDown") && note(e).contains("to 1 pods"))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("ScalingUp"))
+    );
+
+    // The scale subresource, as `kubectl scale` and HorizontalPodAutoscalers use it.
+    run_kubectl(
+        &cluster,
+        &[
+            "scale",
+            "-n",
+            ns.name(),
+            "redis/my-op-redis",
+            "--replicas=3",
+        ],
+    )
+    .map_err(|e| Error::Process {
+        what: "kubectl scale".into(),
+        reason: e,
+    })?;
+    let scaled = wait_converged(
+        &ns,
+        "my-op-redis",
+        &["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"],
+    )
+    .await?;
+    assert_eq!(scaled.spec.replicas, Some(3));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pod_deleted_by_hand_comes_back_with_the_same_name() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("recreate").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    let pods: Api<Pod> = ns.api();
+    let before = pods
+        .get("my-op-redis-1")
+        .await
+        .context("reading my-op-redis-1")?;
+    pods.delete("my-op-redis-1", &DeleteParams::default())
+        .await
+        .context("deleting my-op-redis-1 by hand")?;
+    wait_for(
+        "my-op-redis-1 to come back as a new pod",
+        CONVERGE,
+        || async {
+            match pods.get_opt("my-op-redis-1").await.map_err(seen)? {
+                Some(p) if p.metadata.uid != before.metadata.uid && e2e::pods::is_ready(&p) => {
+                    Ok(())
+                }
+                other => Err(format!("{:?}", other.map(|p| e2e::pods::describe(&p)))),
+            }
+        },
+    )
+    .await?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    let creates = events_about(&ns, "my-op-redis")
+        .await?
+        .iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some("SuccessfulCreate") && note(e).contains("my-op-redis-1")
+        })
+        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+        .sum::<i32>();
+    assert!(
+        creates >= 2,
+        "the re-creation is recorded as an Event (count {creates})"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn deleting_the_redis_removes_its_pods_and_never_hangs_and_gc_works_without_the_operator()
+-> Result<(), Error> {
+    let (_cluster, ns, mut operator) = setup("delete").await?;
+    let redis: Api<Redis> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    redis
+        .delete("my-op-redis", &DeleteParams::default())
+        .await
+        .context("deleting my-op-redis")?;
+    e2e::pods::wait_gone(&redis, "my-op-redis", CONVERGE).await?;
+    wait_for("the pods to be gone", CONVERGE, || async {
+        let left = pod_names(&pods, "my-op-redis").await?;
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await?;
+
+    // Without the operator, owner references alone still clean up.
+    let mut second = tutorial_sample();
+    second.metadata.name = Some("orphan-check".into());
+    redis
+        .create(&PostParams::default(), &second)
+        .await
+        .context("creating orphan-check")?;
+    wait_converged(&ns, "orphan-check", &["orphan-check-0", "orphan-check-1"]).await?;
+    operator.controller.process.kill();
+    redis
+        .delete("orphan-check", &DeleteParams::default())
+        .await
+        .context("deleting orphan-check")?;
+    let remove_finalizer = json!({"metadata": {"finalizers": null}});
+    redis
+        .patch(
+            "orphan-check",
+            &PatchParams::default(),
+            &Patch::Merge(&remove_finalizer),
+        )
+        .await
+        .context("removing the finalizer by hand")?;
+    e2e::pods::wait_gone(&redis, "orphan-check", CONVERGE).await?;
+    wait_for(
+        "the garbage collector to delete the pods",
+        CONVERGE,
+        || async {
+            let left = pod_names(&pods, "orphan-check").await?;
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{left:?}"))
+            }
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn changing_the_image_rolls_pods_one_at_a_time() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("rolling").await?;
+    let redis: Api<Redis> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let mut sample = tutorial_sample();
+    sample.spec.replicas = Some(3);
+    redis
+        .create(&PostParams::default(), &sample)
+        .await
+        .context("creating my-op-redis")?;
+    let names = ["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"];
+    wait_converged(&ns, "my-op-redis", &names).await?;
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"image": "redis:7.2-alpine"}})),
+        )
+        .await
+        .context("changing the image")?;
+
+    // Watch availability through the whole rollout.
+    let selector = api::pods::selector_string("my-op-redis");
+    let mut lowest_ready = usize::MAX;
+    let mut replaced_order: Vec<String> = Vec::new();
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        let list = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .context("listing pods")?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none())
+            .count();
+        lowest_ready = lowest_ready.min(ready);
+        for p in &list.items {
+            let name = p.name_any();
+            let new_image = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers[0].image.as_deref())
+                == Some("redis:7.2-alpine");
+            if new_image && !replaced_order.contains(&name) {
+                replaced_order.push(name);
+            }
+        }
+        let done = list.items.len() == 3
+            && list.items.iter().all(|p| {
+                e2e::pods::is_ready(p)
+                    && p.spec
+                        .as_ref()
+                        .and_then(|s| s.containers[0].image.as_deref())
+                        == Some("redis:7.2-alpine")
+            });
+        if done {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "rollout did not finish; pods {:?}",
+            list.items
+                .iter()
+                .map(e2e::pods::describe)
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        lowest_ready >= 2,
+        "at no point fewer than replicas-1 = 2 pods Ready (saw {lowest_ready})"
+    );
+    assert_eq!(
+        replaced_order,
+        vec!["my-op-redis-2", "my-op-redis-1", "my-op-redis-0"],
+        "highest ordinal first"
+    );
+    wait_converged(&ns, "my-op-redis", &names).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_controller_killed_mid_scale_up_converges_exactly_after_restart() -> Result<(), Error> {
+    let (_cluster, ns, mut operator) = setup("crash").await?;
+    let redis: Api<Redis> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let mut sample = tutorial_sample();
+    sample.spec.replicas = Some(1);
+    redis
+        .create(&PostParams::default(), &sample)
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0"]).await?;
+
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": 8}})),
+        )
+        .await
+        .context("scaling to 8")?;
+    // Kill -9 as soon as the scale-up has started, before it can finish.
+    wait_for("the scale-up to start", CONVERGE, || async {
+        let names = pod_names(&pods, "my-op-redis").await?;
+        if names.len() > 1 {
+            Ok(())
+        } else {
+            Err(format!("{names:?}"))
+        }
+    })
+    .await?;
+    operator.controller.process.kill();
+    let midway = pod_names(&pods, "my-op-redis")
+        .await
+        .map_err(|e| Error::Process {
+            what: "listing pods".into(),
+            reason: e,
+        })?;
+
+    let mut restarted =
+        Controller::start(&ns, &operator.identity, "redis-controller-restarted", &[]).await?;
+    restarted.wait_ready(CONVERGE).await?;
+    let expected: Vec<String> = (0..8).map(|i| format!("my-op-redis-{i}")).collect();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort();
+    let expected_refs: Vec<&str> = expected_sorted.iter().map(String::as_str).collect();
+    wait_converged(&ns, "my-op-redis", &expected_refs).await?;
+    let all = pods
+        .list(&ListParams::default().labels(&api::pods::selector_string("my-op-redis")))
+        .await
+        .context("listing")?;
+    assert_eq!(
+        all.items.len(),
+        8,
+        "no duplicates (killed with {midway:?} existing)"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn at_rest_the_controller_writes_nothing() -> Result<(), Error> {
+    let (cluster, ns, operator) = setup("rest").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    // Let the last watch events land, then measure.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let counters = [
+        "redis_controller_pods_created_total",
+        "redis_controller_pods_deleted_total",
+        "redis_controller_status_writes_total",
+    ];
+    let mut before = BTreeMap::new();
+    for c in counters {
+        before.insert(
+            c,
+            operator
+                .controller
+                .metric(c)
+                .await
+                .map_err(|e| Error::Process {
+                    what: "reading metrics".into(),
+                    reason: e,
+                })?,
+        );
+    }
+    let audit_before = audit_writes_by(&cluster, &operator.identity.username);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    for c in counters {
+        let after = operator
+            .controller
+            .metric(c)
+            .await
+            .map_err(|e| Error::Process {
+                what: "reading metrics".into(),
+                reason: e,
+            })?;
+        assert_eq!(before[c], after, "{c} moved at rest");
+    }
+    if let (Some(before), Some(after)) = (
+        audit_before,
+        audit_writes_by(&cluster, &operator.identity.username),
+    ) {
+        assert_eq!(
+            after.len(),
+            before.len(),
+            "writes by the controller at rest: {:?}",
+            &after[before.len()..]
+        );
+    } else {
+        assert!(
+            !cluster.is_local_bed(),
+            "the local test bed must have an audit log at .cluster/audit.log"
+        );
+    }
+    Ok(())
+}
+
+/// Write requests (`verb resource/name`) by `user` in the test bed's audit log; None when the
+/// cluster is not the local bed (no audit log to read).
+fn audit_writes_by(cluster: &Cluster, user: &str) -> Option<Vec<String>> {
+    if !cluster.is_local_bed() {
+        return None;
+    }
+    let text = std::fs::read_to_string(e2e::repo_root().join(".cluster").join("audit.log")).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|e| e["stage"] == "ResponseComplete" && e["user"]["username"] == user)
+            .filter(|e| {
+                matches!(
+                    e["verb"].as_str(),
+                    Some("create" | "update" | "patch" | "delete" | "deletecollection")
+                )
+            })
+            .map(|e| {
+                format!(
+                    "{} {}/{}",
+                    e["verb"], e["objectRef"]["resource"], e["objectRef"]["name"]
+                )
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over()
+-> Result<(), Error> {
+    let (_cluster, ns, mut operator) = setup("leader").await?;
+    // The plain controller steps aside: two elected replicas take its place.
+    operator.controller.process.kill();
+    let args = [
+        "--leader-elect",
+        "--lease-namespace",
+        ns.name(),
+        "--lease-duration",
+        "4",
+    ];
+    let mut first = Controller::start(&ns, &operator.identity, "leader-a", &args).await?;
+    first.wait_ready(CONVERGE).await?;
+    let mut second = Controller::start(&ns, &operator.identity, "leader-b", &args).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        first.metric("redis_controller_leader").await.ok(),
+        Some(1.0)
+    );
+    assert_ne!(
+        second.metric("redis_controller_leader").await.ok(),
+        Some(1.0),
+        "the standby must not lead"
+    );
+
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    let created = |c: &Controller| {
+        let port = c.ops_port;
+        async move {
+            e2e::operator::http_get(port, "/metrics")
+                .await
+                .ok()
+                .map(|(_, b)| b.contains("redis_controller_pods_created_total 2"))
+        }
+    };
+    assert_eq!(created(&first).await, Some(true), "the leader did the work");
+    assert_ne!(
+        second
+            .metric("redis_controller_pods_created_total")
+            .await
+            .ok(),
+        Some(2.0),
+        "the standby wrote nothing"
+    );
+
+    first.process.kill();
+    second.wait_ready(Duration::from_secs(60)).await?;
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .context("scaling after failover")?;
+    wait_converged(
+        &ns,
+        "my-op-redis",
+        &["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"],
+    )
+    .await?;
+    assert_eq!(
+        second.metric("redis_controller_leader").await.ok(),
+        Some(1.0)
+    );
+    assert!(second.process.running());
+    Ok(())
+}
