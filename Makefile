@@ -92,4 +92,5 @@ cluster-down: ## Stop the local test bed and remove .cluster/.
 .PHONY: e2e
 e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local test bed (started if needed).
 	$(if $(KUBECONFIG),@echo "e2e: testing the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started)",$(CLUSTER_SCRIPTS)/up.sh)
+	$(CARGO) build $(CARGO_FLAGS) --bins
 	$(CARGO) test $(CARGO_FLAGS) -p e2e -- $(E2E_ARGS)
