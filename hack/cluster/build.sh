@@ -168,6 +168,7 @@ build_tool() {
       [[ -x "${tmp}/${b}" ]] || { log "build of ${tool} produced no ${b}"; ls -la "$tmp" >&2; rm -rf "$tmp"; exit 1; }
     done
     mv "${tmp}/build.log" "${tmp}/.build.log"
+    chmod 755 "$tmp"
     rm -rf "$entry"
     mv "$tmp" "$entry"
     log "built ${tool} ${version} in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s"
