@@ -6,8 +6,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-duration=${BENCH_DURATION:-10s}
+duration=${BENCH_DURATION:-5s}
 connections=${BENCH_CONNECTIONS:-16}
+rounds=${BENCH_ROUNDS:-3}
+# Servers on the last core, the load generator on the others, so they do not fight for a core.
+last_core=$(( $(nproc) - 1 ))
+server_cpus=${BENCH_SERVER_CPUS:-$last_core}
+load_cpus=${BENCH_LOAD_CPUS:-0-$(( last_core > 0 ? last_core - 1 : 0 ))}
 oha=bin/oha
 work=$(mktemp -d)
 pids=()
@@ -35,18 +40,18 @@ review defaults '{}' >"$work/mutate.json"
 
 port=$(free_port) ops=$(free_port) bare_port=$(free_port)
 start_ns=$(date +%s%N)
-"$webhook" --bind "127.0.0.1:$port" --metrics-bind "127.0.0.1:$ops" \
+taskset -c "$server_cpus" "$webhook" --bind "127.0.0.1:$port" --metrics-bind "127.0.0.1:$ops" \
   --tls-cert-file "$work/certs/tls.crt" --tls-key-file "$work/certs/tls.key" 2>"$work/webhook.log" &
 webhook_pid=$!
 pids+=("$webhook_pid")
 until curl -sf "http://127.0.0.1:$ops/readyz" >/dev/null; do sleep 0.002; done
 ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
-"$bare" "127.0.0.1:$bare_port" "$work/certs/tls.crt" "$work/certs/tls.key" &
+taskset -c "$server_cpus" "$bare" "127.0.0.1:$bare_port" "$work/certs/tls.crt" "$work/certs/tls.key" &
 pids+=("$!")
 until curl -sk -o /dev/null "https://127.0.0.1:$bare_port/"; do sleep 0.01; done
 
 load() { # load URL BODY -> "rps p50_ms p99_ms"
-  "$oha" --no-tui --output-format json -z "$duration" -c "$connections" --insecure \
+  taskset -c "$load_cpus" "$oha" --no-tui --output-format json -z "$duration" -c "$connections" --insecure \
     -m POST -T application/json -D "$2" "$1" >"$work/out.json"
   python3 - "$work/out.json" <<'PY'
 import json, sys
@@ -60,14 +65,24 @@ print(f'{r["summary"]["requestsPerSec"]:.0f} {p["p50"]*1000:.3f} {p["p99"]*1000:
 PY
 }
 
-echo ">> load: $connections keep-alive connections for $duration per target (oha and the server share this machine's $(nproc) cores)"
-read -r bare_rps bare_p50 bare_p99 < <(load "https://127.0.0.1:$bare_port/validate" "$work/validate.json")
-read -r val_rps val_p50 val_p99 < <(load "https://127.0.0.1:$port/validate" "$work/validate.json")
-read -r mut_rps mut_p50 mut_p99 < <(load "https://127.0.0.1:$port/mutate" "$work/mutate.json")
+echo ">> load: $connections keep-alive connections, $rounds rounds of $duration per target, interleaved;"
+echo "   servers pinned to CPU $server_cpus, oha to CPU $load_cpus; the median round is reported"
+for target in bare validate mutate; do : >"$work/$target.rounds"; done
+for _ in $(seq "$rounds"); do
+  load "https://127.0.0.1:$bare_port/validate" "$work/validate.json" >>"$work/bare.rounds"
+  load "https://127.0.0.1:$port/validate" "$work/validate.json" >>"$work/validate.rounds"
+  load "https://127.0.0.1:$port/mutate" "$work/mutate.json" >>"$work/mutate.rounds"
+done
+median() { sort -n "$1" | awk '{ rows[NR] = $0 } END { print rows[int((NR + 1) / 2)] }'; }
+read -r bare_rps bare_p50 bare_p99 < <(median "$work/bare.rounds")
+read -r val_rps val_p50 val_p99 < <(median "$work/validate.rounds")
+read -r mut_rps mut_p50 mut_p99 < <(median "$work/mutate.rounds")
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$webhook_pid/status")
 
 printf '\n%-28s %12s %10s %10s %8s\n' "target" "reviews/s" "p50 ms" "p99 ms" "ratio"
 printf '%-28s %12s %10s %10s %8s\n' "bare hyper+rustls (ceiling)" "$bare_rps" "$bare_p50" "$bare_p99" "1.00"
 printf '%-28s %12s %10s %10s %8.2f\n' "redis-webhook /validate" "$val_rps" "$val_p50" "$val_p99" "$(python3 -c "print($val_rps/$bare_rps)")"
 printf '%-28s %12s %10s %10s %8.2f\n' "redis-webhook /mutate" "$mut_rps" "$mut_p50" "$mut_p99" "$(python3 -c "print($mut_rps/$bare_rps)")"
-printf '\nredis-webhook peak RSS under load: %s MiB; exec to ready: %s ms\n' "$(( rss_kb / 1024 ))" "$ready_ms"
+printf '\nrounds (reviews/s): bare %s; validate %s; mutate %s\n' "$(cut -d' ' -f1 "$work/bare.rounds" | xargs)" \
+  "$(cut -d' ' -f1 "$work/validate.rounds" | xargs)" "$(cut -d' ' -f1 "$work/mutate.rounds" | xargs)"
+printf 'redis-webhook peak RSS under load: %s MiB; exec to ready: %s ms\n' "$(( rss_kb / 1024 ))" "$ready_ms"

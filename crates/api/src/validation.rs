@@ -89,9 +89,10 @@ impl Verdict {
 impl Policy {
     /// CREATE: the name rules and the field rules.
     pub fn validate_create(&self, redis: &Redis) -> Verdict {
+        let image = parse_image(redis.spec.image());
         Verdict {
-            violations: self.object_violations(redis),
-            warnings: warnings(redis),
+            violations: self.object_violations(redis, &image),
+            warnings: warnings(redis, &image),
         }
     }
 
@@ -101,12 +102,17 @@ impl Policy {
     /// to existing objects, including the controller's removal of its finalizer, and deletion
     /// would hang. A changed value is always checked.
     pub fn validate_update(&self, new: &Redis, old: &Redis) -> Verdict {
-        let stored = self.object_violations(old);
+        let image = parse_image(new.spec.image());
         let mut verdict = Verdict {
             violations: Vec::new(),
-            warnings: warnings(new),
+            warnings: warnings(new, &image),
         };
-        for violation in self.object_violations(new) {
+        let violations = self.object_violations(new, &image);
+        if violations.is_empty() {
+            return verdict;
+        }
+        let stored = self.object_violations(old, &parse_image(old.spec.image()));
+        for violation in violations {
             if stored.contains(&violation) {
                 verdict.warnings.push(format!(
                     "{violation} (allowed because the stored object already has this value; it will be refused once changed)"
@@ -140,9 +146,9 @@ impl Policy {
         verdict
     }
 
-    fn object_violations(&self, redis: &Redis) -> Vec<Violation> {
+    fn object_violations(&self, redis: &Redis, image: &ParsedImage) -> Vec<Violation> {
         let mut violations = self.name_violations(&redis.metadata);
-        violations.extend(self.spec_violations(redis));
+        violations.extend(self.spec_violations(redis, image));
         violations
     }
 
@@ -184,7 +190,7 @@ impl Policy {
         violations
     }
 
-    fn spec_violations(&self, redis: &Redis) -> Vec<Violation> {
+    fn spec_violations(&self, redis: &Redis, image: &ParsedImage) -> Vec<Violation> {
         let spec = &redis.spec;
         let mut violations = Vec::new();
         let defaulted = |set: bool| if set { "" } else { " (the default)" };
@@ -207,8 +213,8 @@ impl Policy {
             ));
         }
 
-        if let Err(reason) = parse_image(spec.image()) {
-            violations.push(Violation::new("spec.image", reason));
+        if let Err(reason) = image {
+            violations.push(Violation::new("spec.image", reason.clone()));
         }
 
         let port = spec.port();
@@ -232,9 +238,12 @@ impl Policy {
     }
 }
 
+/// `spec.image` parsed once per review (the grammar is a large regex), or why it is not valid.
+type ParsedImage = Result<Reference, String>;
+
 /// Parses an image reference the way container runtimes do (distribution's grammar), with a
 /// message naming the image when it is not one.
-fn parse_image(image: &str) -> Result<Reference, String> {
+fn parse_image(image: &str) -> ParsedImage {
     if image.is_empty() {
         return Err("must not be empty".to_owned());
     }
@@ -244,11 +253,11 @@ fn parse_image(image: &str) -> Result<Reference, String> {
 }
 
 /// Allowed but unwise: reported as admission warnings (kubectl prints them).
-fn warnings(redis: &Redis) -> Vec<String> {
+fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     let spec = &redis.spec;
     let mut warnings = Vec::new();
     let image = spec.image();
-    if let Ok(reference) = parse_image(image)
+    if let Ok(reference) = parsed
         && reference.digest().is_none()
         && reference.tag() == Some("latest")
     {

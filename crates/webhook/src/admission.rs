@@ -8,6 +8,7 @@ use json_patch::{AddOperation, Patch, PatchOperation};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::response::{StatusCause, StatusDetails};
 use kube::core::{DynamicObject, GroupVersionKind};
+use serde::Deserialize;
 use serde_json::Value;
 
 const REVIEW_API_VERSION: &str = "admission.k8s.io/v1";
@@ -111,20 +112,37 @@ pub fn answer(endpoint: Endpoint, policy: &Policy, body: &[u8]) -> Result<Answer
 }
 
 fn decode(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, BadReview> {
-    let value: Value = serde_json::from_slice(body).map_err(BadReview::NotJson)?;
-    let (api_version, kind) = (value.get("apiVersion"), value.get("kind"));
-    if api_version != Some(&Value::from(REVIEW_API_VERSION))
-        || kind != Some(&Value::from(REVIEW_KIND))
-    {
-        return Err(BadReview::NotReview(format!(
-            "apiVersion is {}, kind is {}",
-            api_version.map_or_else(|| "missing".to_owned(), Value::to_string),
-            kind.map_or_else(|| "missing".to_owned(), Value::to_string)
-        )));
-    }
-    let review: AdmissionReview<DynamicObject> =
-        serde_json::from_value(value).map_err(|e| BadReview::NotReview(e.to_string()))?;
+    // One typed pass on the hot path; the slower diagnosis below runs only for bad input.
+    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(typed) => {
+            let value: Value = serde_json::from_slice(body).map_err(BadReview::NotJson)?;
+            check_type(value.get("apiVersion"), value.get("kind"))?;
+            return Err(BadReview::NotReview(typed.to_string()));
+        }
+    };
+    check_type(
+        Some(&Value::from(review.types.api_version.as_str())),
+        Some(&Value::from(review.types.kind.as_str())),
+    )?;
     review.try_into().map_err(|_| BadReview::MissingRequest)
+}
+
+fn check_type(api_version: Option<&Value>, kind: Option<&Value>) -> Result<(), BadReview> {
+    if api_version == Some(&Value::from(REVIEW_API_VERSION))
+        && kind == Some(&Value::from(REVIEW_KIND))
+    {
+        return Ok(());
+    }
+    let show = |v: Option<&Value>| {
+        v.filter(|v| v.as_str() != Some(""))
+            .map_or_else(|| "missing".to_owned(), Value::to_string)
+    };
+    Err(BadReview::NotReview(format!(
+        "apiVersion is {}, kind is {}",
+        show(api_version),
+        show(kind)
+    )))
 }
 
 fn is_redis(kind: &GroupVersionKind) -> bool {
@@ -169,7 +187,7 @@ fn default_patch(spec: Option<&Value>) -> Result<Option<Patch>, ObjectError> {
     let parsed: RedisSpec = match existing {
         // serde would read a struct from an array too; a patch into an array would then fail.
         Some(s) if !s.is_object() => return Err(ObjectError::SpecNotAnObject),
-        Some(s) => serde_json::from_value(s.clone())?,
+        Some(s) => RedisSpec::deserialize(s)?,
         None => RedisSpec::default(),
     };
     let missing = parsed.missing_defaults();
@@ -245,16 +263,16 @@ enum ObjectError {
 /// The review's object as a `Redis`; an absent `spec` reads as empty (all defaults).
 fn redis(object: Option<&DynamicObject>) -> Result<Redis, ObjectError> {
     let object = object.ok_or(ObjectError::Missing)?;
-    let mut value = serde_json::to_value(object)?;
-    if let Some(map) = value.as_object_mut() {
-        let spec = map.entry("spec").or_insert(Value::Null);
-        if spec.is_null() {
-            *spec = Value::Object(Default::default());
-        } else if !spec.is_object() {
-            return Err(ObjectError::SpecNotAnObject);
-        }
-    }
-    Ok(serde_json::from_value(value)?)
+    let spec = match object.data.get("spec") {
+        None | Some(Value::Null) => RedisSpec::default(),
+        Some(s) if !s.is_object() => return Err(ObjectError::SpecNotAnObject),
+        Some(s) => RedisSpec::deserialize(s)?,
+    };
+    Ok(Redis {
+        metadata: object.metadata.clone(),
+        spec,
+        status: None,
+    })
 }
 
 fn undecodable(
