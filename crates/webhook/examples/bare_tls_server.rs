@@ -1,10 +1,10 @@
 //! The ceiling for `make bench-webhook`: hyper over the same rustls configuration as
-//! redis-webhook, answering every request with one fixed AdmissionReview, with no routing, no
-//! decoding and no decision. redis-webhook's throughput is reported as a ratio to this.
+//! redis-webhook, reading each request body and answering one fixed AdmissionReview, with no
+//! routing, no decoding and no decision. redis-webhook's throughput is reported as a ratio to this.
 //!
 //! Usage: bare_tls_server BIND CERT_FILE KEY_FILE
 
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Response, service::service_fn};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -33,7 +33,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let Ok(tls) = acceptor.accept(stream).await else {
                 return;
             };
-            let service = service_fn(|_request| async {
+            let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async {
+                // Receive the review as any server must, then ignore it.
+                let _ = request.into_body().collect().await;
                 Ok::<_, std::convert::Infallible>(
                     Response::builder()
                         .header("content-type", "application/json")
