@@ -1,6 +1,7 @@
 //! Command line of `redis-controller` (every flag also reads an environment variable).
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use ops::LogFormat;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -55,12 +56,6 @@ pub struct Cli {
     /// Log format.
     #[arg(long, env = "REDIS_CONTROLLER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 impl Cli {

@@ -4,13 +4,12 @@
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
 //! - [`status`]: the status the pods amount to (pure).
 //! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
-//! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), [`ops`] port.
+//! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
 pub mod cli;
 mod error;
 pub mod leader;
 pub mod metrics;
-pub mod ops;
 pub mod plan;
 pub mod pod;
 pub mod reconcile;

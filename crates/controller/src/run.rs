@@ -1,9 +1,9 @@
 //! Wiring: watch caches, the kube-runtime Controller, leader election, the operations port.
 
+use crate::Error;
 use crate::cli::Cli;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Context, MANAGER};
-use crate::{Error, ops};
 use api::Redis;
 use futures::{StreamExt, future};
 use k8s_openapi::api::core::v1::Pod;
@@ -37,7 +37,7 @@ pub async fn run(
 
     let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(AtomicBool::new(false));
-    let ops = ops::serve(cli.metrics_bind, metrics.clone(), ready.clone()).await?;
+    let ops = serve_operations(cli.metrics_bind, metrics.clone(), ready.clone()).await?;
 
     // The pod cache fills before any reconcile, so the first plans see the pods that exist
     // (a restarted controller creates no duplicates and wastes no writes). This task drives the
@@ -169,4 +169,22 @@ fn instance_name() -> Option<String> {
     std::env::var("POD_NAME")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
+}
+
+/// Binds the operations port and serves it in the background.
+async fn serve_operations(
+    addr: std::net::SocketAddr,
+    metrics: Arc<Metrics>,
+    ready: Arc<AtomicBool>,
+) -> Result<tokio::task::JoinHandle<()>, Error> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Bind(addr, e))?;
+    let not_ready = "not ready: caches syncing or waiting for the leader lease";
+    let router = ops::operations_router(ready, not_ready, move || metrics.render());
+    Ok(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::error!(error = %Error::MetricsServer(e), "operations port stopped");
+        }
+    }))
 }

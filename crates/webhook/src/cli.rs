@@ -3,7 +3,8 @@
 use crate::certs::GenCertsArgs;
 use crate::server::Config;
 use api::Policy;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use ops::LogFormat;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,12 +33,6 @@ pub enum Command {
     /// Write a throwaway CA (ca.crt) and a serving certificate and key (tls.crt, tls.key) signed
     /// by it, for the given DNS names and IP addresses.
     GenCerts(GenCertsArgs),
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 /// Serving flags (the default command).

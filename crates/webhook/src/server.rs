@@ -10,9 +10,9 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -47,7 +47,7 @@ struct AppState {
     policy: Policy,
     metrics: Arc<Metrics>,
     /// True while the TLS listener accepts with a loaded certificate; false again while draining.
-    ready: AtomicBool,
+    ready: Arc<AtomicBool>,
     max_body_bytes: usize,
 }
 
@@ -83,7 +83,7 @@ impl Webhook {
         let state = Arc::new(AppState {
             policy: config.policy.clone(),
             metrics: Arc::new(Metrics::default()),
-            ready: AtomicBool::new(false),
+            ready: Arc::new(AtomicBool::new(false)),
             max_body_bytes: config.max_body_bytes,
         });
         Ok(Webhook {
@@ -131,7 +131,7 @@ impl Webhook {
         let reload = tokio::spawn(reloader.run(config.cert_reload_interval, state.metrics.clone()));
 
         let (stop_operations, operations_stopped) = tokio::sync::oneshot::channel::<()>();
-        let operations_server = axum::serve(operations, operations_router(state.clone()))
+        let operations_server = axum::serve(operations, operations_router(&state))
             .with_graceful_shutdown(async move {
                 let _ = operations_stopped.await;
             });
@@ -219,12 +219,13 @@ fn admission_router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-fn operations_router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(state)
+fn operations_router(state: &AppState) -> Router {
+    let metrics = state.metrics.clone();
+    ops::operations_router(
+        state.ready.clone(),
+        "not ready: the TLS listener is not serving",
+        move || metrics.render(),
+    )
 }
 
 async fn mutate(
@@ -316,27 +317,4 @@ fn operation_label(operation: &Operation) -> &'static str {
         Operation::Delete => "DELETE",
         Operation::Connect => "CONNECT",
     }
-}
-
-async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    if state.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ok").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the TLS listener is not serving",
-        )
-            .into_response()
-    }
-}
-
-async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
-        .into_response()
 }
