@@ -6,6 +6,19 @@ CARGO_FLAGS ?= --locked
 
 # Where the generated CRD is committed (crates/api/src/crd.rs checks both in `make test`).
 CRD_FILES := charts/redis-operator/crds/redis.yaml deploy/crd.yaml
+# The chart rendered with default values (crates/e2e/tests/chart.rs checks it in `make test`).
+DEPLOY_MANIFEST := deploy/redis-operator.yaml
+# Certificate data differs on every render of the self-signed default: compare without it.
+MASK_CERTS := sed -E 's/^( *(ca\.crt|tls\.crt|tls\.key|caBundle): ).*/\1<generated>/'
+
+HELM ?= bin/helm
+KUBECTL ?= bin/kubectl
+HADOLINT_VERSION ?= 2.15.1
+
+# Images (kubebuilder's IMG, one per binary).
+IMG_CONTROLLER ?= ghcr.io/tangx/redis-controller:$(VERSION)
+IMG_WEBHOOK ?= ghcr.io/tangx/redis-webhook:$(VERSION)
+CONTAINER_TOOL ?= docker
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -30,15 +43,24 @@ fmt: ## Format the Rust code.
 	$(CARGO) fmt --all
 
 .PHONY: lint
-lint: ## Check formatting and run clippy with warnings as errors.
+lint: ## Check formatting, run clippy with warnings as errors, and hadolint on the Dockerfiles.
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
+	hack/tools/hadolint.sh $(HADOLINT_VERSION)
+	bin/hadolint Dockerfile.controller Dockerfile.webhook
 
 .PHONY: manifests
-manifests: ## Generate the CRD from the Rust types into the chart and deploy/.
+manifests: $(HELM) ## Generate the CRD from the Rust types into the chart and deploy/, and render the chart into deploy/.
 	@tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	$(CARGO) run $(CARGO_FLAGS) -q -p api --bin crdgen > "$$tmp"; \
 	for f in $(CRD_FILES); do mkdir -p "$$(dirname "$$f")"; cp "$$tmp" "$$f"; echo "wrote $$f"; done
+	@tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
+	HELM=$(HELM) hack/render-deploy.sh > "$$tmp"; \
+	if [[ -f $(DEPLOY_MANIFEST) ]] && cmp -s <($(MASK_CERTS) "$$tmp") <($(MASK_CERTS) $(DEPLOY_MANIFEST)); then \
+		echo "$(DEPLOY_MANIFEST) is up to date (its certificates are kept)"; \
+	else \
+		cp "$$tmp" $(DEPLOY_MANIFEST); echo "wrote $(DEPLOY_MANIFEST)"; \
+	fi
 
 .PHONY: unit
 unit: ## Run the unit tests (includes the check that committed manifests match the generated ones).
@@ -46,6 +68,51 @@ unit: ## Run the unit tests (includes the check that committed manifests match t
 
 .PHONY: test
 test: lint unit e2e ## Everything CI runs: lint, the unit tests, then e2e (starts the local test bed unless KUBECONFIG is set).
+
+##@ Deployment
+
+$(HELM):
+	hack/cluster/build.sh helm
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## Lint the chart (every certs.mode).
+	$(HELM) lint --strict charts/redis-operator
+	$(HELM) lint --strict charts/redis-operator --set certs.mode=cert-manager
+	$(HELM) lint --strict charts/redis-operator --set certs.mode=secret,certs.secret.name=webhook-tls,certs.secret.caBundle=Cg==
+	$(HELM) lint --strict charts/redis-operator --set crds.templated=true
+
+.PHONY: docker-build
+docker-build: ## Build the images IMG_CONTROLLER and IMG_WEBHOOK (needs a container engine; CONTAINER_TOOL=docker).
+	$(CONTAINER_TOOL) build -f Dockerfile.controller -t $(IMG_CONTROLLER) .
+	$(CONTAINER_TOOL) build -f Dockerfile.webhook -t $(IMG_WEBHOOK) .
+
+.PHONY: docker-push
+docker-push: ## Push IMG_CONTROLLER and IMG_WEBHOOK.
+	$(CONTAINER_TOOL) push $(IMG_CONTROLLER)
+	$(CONTAINER_TOOL) push $(IMG_WEBHOOK)
+
+# Namespace and release of `make deploy`; extra `helm upgrade` arguments in DEPLOY_ARGS.
+DEPLOY_NAMESPACE ?= redis-operator
+DEPLOY_RELEASE ?= redis-operator
+DEPLOY_ARGS ?=
+
+.PHONY: deploy
+deploy: $(HELM) ## Install or upgrade the chart (CRD first, server-side) into the cluster of KUBECONFIG (default: the local bed).
+	@export KUBECONFIG=$${KUBECONFIG:-$(CURDIR)/.cluster/kubeconfig}; \
+	ctl=$(IMG_CONTROLLER) wh=$(IMG_WEBHOOK); \
+	set -x; \
+	$(KUBECTL) apply --server-side --force-conflicts -f deploy/crd.yaml; \
+	$(KUBECTL) create namespace $(DEPLOY_NAMESPACE) --dry-run=client -o yaml | $(KUBECTL) apply -f -; \
+	$(KUBECTL) label --overwrite namespace $(DEPLOY_NAMESPACE) \
+		pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest; \
+	$(HELM) upgrade --install $(DEPLOY_RELEASE) charts/redis-operator --namespace $(DEPLOY_NAMESPACE) --skip-crds \
+		--set-string controller.image.repository=$${ctl%:*},controller.image.tag=$${ctl##*:} \
+		--set-string webhook.image.repository=$${wh%:*},webhook.image.tag=$${wh##*:} \
+		$(DEPLOY_ARGS)
+
+.PHONY: undeploy
+undeploy: $(HELM) ## Uninstall the release (the CRD and every Redis stay; delete them with kubectl delete -f deploy/crd.yaml).
+	KUBECONFIG=$${KUBECONFIG:-$(CURDIR)/.cluster/kubeconfig} $(HELM) uninstall $(DEPLOY_RELEASE) --namespace $(DEPLOY_NAMESPACE) --wait
 
 ##@ Run locally
 

@@ -1,0 +1,812 @@
+//! The Helm chart (`charts/redis-operator`), the manifests rendered from it (`deploy/`) and the
+//! Dockerfiles, checked against each other and installed on a real API server.
+//!
+//! On the local bed the chart's pods are simulated by kwok: they become Running and Ready but
+//! answer nothing. So every install here registers its webhook configurations with a
+//! `namespaceSelector` that matches only a label no namespace carries: `failurePolicy: Fail`
+//! then never blocks another test. Each test has its own namespace and release name, the
+//! release's cluster-scoped objects are named after the release, and a guard removes them even
+//! when the test fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use e2e::operator::{kubectl, workspace_binary};
+use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, repo_root, seen, wait_for};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::ListParams;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// What `make manifests` writes from the chart.
+const DEPLOY_MANIFEST: &str = "deploy/redis-operator.yaml";
+/// Keys whose values are generated certificates (different on every self-signed render).
+const CERT_KEYS: [&str; 4] = ["ca.crt", "tls.crt", "tls.key", "caBundle"];
+/// Label of no namespace: the webhook configurations of the tests select only it.
+const DUMMY_NAMESPACE_LABEL: &str = "e2e.redis-operator/chart-webhook";
+/// Pods of the chart's Deployments, by component, with the default replicas.
+const EXPECTED_PODS: [(&str, usize); 2] = [("controller", 1), ("webhook", 2)];
+const CONVERGE: Duration = Duration::from_secs(120);
+
+fn chart_dir() -> PathBuf {
+    repo_root().join("charts").join("redis-operator")
+}
+
+/// `bin/helm` of the test bed (`make tools` builds it).
+fn helm() -> Result<PathBuf, Error> {
+    let path = repo_root().join("bin").join("helm");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::Process {
+            what: "finding helm".into(),
+            reason: format!(
+                "{} does not exist; `make tools` (or `make cluster-up`) builds it",
+                path.display()
+            ),
+        })
+    }
+}
+
+/// Runs a command; stdout when it succeeds, else an error with its stderr.
+fn run(what: &str, command: &mut Command) -> Result<String, Error> {
+    let output = command.output().map_err(|e| Error::Process {
+        what: what.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(Error::Process {
+            what: what.to_owned(),
+            reason: format!(
+                "{}: {}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr),
+                String::from_utf8_lossy(&output.stdout)
+            ),
+        })
+    }
+}
+
+fn manifest_error(path: impl Into<PathBuf>, reason: impl ToString) -> Error {
+    Error::Manifest {
+        path: path.into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Every document of a multi-document YAML stream (empty documents skipped).
+fn documents(path: &Path, text: &str) -> Result<Vec<Value>, Error> {
+    let mut out = Vec::new();
+    for document in serde_norway::Deserializer::from_str(text) {
+        let value = Value::deserialize(document).map_err(|e| manifest_error(path, e))?;
+        if !value.is_null() {
+            out.push(value);
+        }
+    }
+    Ok(out)
+}
+
+/// The object of `kind` named `name` among `docs`.
+fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> Result<&'a Value, Error> {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .ok_or_else(|| manifest_error("(rendered chart)", format!("no {kind} {name}")))
+}
+
+/// The text with the value of every certificate key replaced, as `make manifests` compares.
+fn mask_certificates(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let trimmed = line.trim_start();
+            match CERT_KEYS
+                .iter()
+                .find(|k| trimmed.starts_with(&format!("{k}: ")))
+            {
+                Some(key) => format!("{}{key}: <generated>", &line[..line.len() - trimmed.len()]),
+                None => line.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `hack/render-deploy.sh RELEASE NAMESPACE ARGS...`: the deploy manifest of a release.
+fn render_deploy(release: &str, namespace: &str, args: &[&str]) -> Result<String, Error> {
+    run(
+        "hack/render-deploy.sh",
+        Command::new(repo_root().join("hack").join("render-deploy.sh"))
+            .env("HELM", helm()?)
+            .args([release, namespace])
+            .args(args),
+    )
+}
+
+/// `helm template` of the chart with `args`.
+fn helm_template(args: &[&str]) -> Result<Vec<Value>, Error> {
+    let text = run(
+        "helm template",
+        Command::new(helm()?)
+            .args(["template", "redis-operator"])
+            .arg(chart_dir())
+            .args(["--namespace", "redis-operator"])
+            .args(args),
+    )?;
+    documents(Path::new("(helm template)"), &text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a cluster: the committed files agree with each other.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn deploy_manifest_is_the_chart_rendered_with_defaults() -> Result<(), Error> {
+    let path = repo_root().join(DEPLOY_MANIFEST);
+    let committed = std::fs::read_to_string(&path)
+        .map_err(|e| manifest_error(&path, format!("{e} (run `make manifests`)")))?;
+    let fresh = render_deploy("redis-operator", "redis-operator", &[])?;
+    assert!(
+        mask_certificates(&committed) == mask_certificates(&fresh),
+        "{DEPLOY_MANIFEST} differs from a fresh render of charts/redis-operator (certificate data \
+         aside); run `make manifests` and commit the result"
+    );
+
+    // Its generated certificates hang together: the webhook configurations trust the CA of the
+    // Secret the webhook serves from.
+    let docs = documents(&path, &committed)?;
+    let secret = find(&docs, "Secret", "redis-operator-webhook-tls")?;
+    let ca = secret["data"]["ca.crt"]
+        .as_str()
+        .ok_or_else(|| manifest_error(&path, "the webhook Secret has no ca.crt"))?;
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let config = find(&docs, kind, "redis-operator-webhook")?;
+        assert_eq!(
+            config["webhooks"][0]["clientConfig"]["caBundle"].as_str(),
+            Some(ca),
+            "{kind}'s caBundle is not the Secret's ca.crt"
+        );
+    }
+    assert!(
+        docs.first().is_some_and(|d| d["kind"] == "Namespace"
+            && d["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"),
+        "{DEPLOY_MANIFEST} starts with the Namespace, enforcing Pod Security restricted"
+    );
+    Ok(())
+}
+
+#[test]
+fn chart_app_version_is_the_repository_version() -> Result<(), Error> {
+    let root = repo_root();
+    let version = std::fs::read_to_string(root.join(".version"))
+        .map_err(|e| manifest_error(root.join(".version"), e))?;
+    let chart_path = chart_dir().join("Chart.yaml");
+    let chart: Value = serde_norway::from_str(
+        &std::fs::read_to_string(&chart_path).map_err(|e| manifest_error(&chart_path, e))?,
+    )
+    .map_err(|e| manifest_error(&chart_path, e))?;
+    assert_eq!(chart["apiVersion"], "v2");
+    assert_eq!(chart["appVersion"].as_str(), Some(version.trim()));
+
+    // The default image tag is `v` + appVersion.
+    let docs = helm_template(&[])?;
+    let deployment = find(&docs, "Deployment", "redis-operator-controller")?;
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        image.ends_with(&format!(":v{}", version.trim())),
+        "controller image {image}"
+    );
+    Ok(())
+}
+
+#[test]
+fn helm_lint_passes_in_every_certificate_mode() -> Result<(), Error> {
+    for set in [
+        "certs.mode=self-signed",
+        "certs.mode=cert-manager",
+        "certs.mode=secret,certs.secret.name=tls,certs.secret.caBundle=Cg==",
+        "crds.templated=true",
+    ] {
+        run(
+            &format!("helm lint --set {set}"),
+            Command::new(helm()?)
+                .args(["lint", "--strict"])
+                .arg(chart_dir())
+                .args(["--set", set]),
+        )?;
+    }
+    // values.schema.json refuses what the chart cannot use.
+    for bad in [
+        "certs.mode=vault",
+        "certs.mode=secret",
+        "webhook.minPort=80",
+        "webhook.failurePolicy=Maybe",
+        "controller.replicas=-1",
+        "webhook.unknown=1",
+    ] {
+        let refused = run(
+            "helm template",
+            Command::new(helm()?)
+                .args(["template", "x"])
+                .arg(chart_dir())
+                .args(["--set", bad]),
+        );
+        assert!(refused.is_err(), "--set {bad} was accepted");
+    }
+    Ok(())
+}
+
+#[test]
+fn templated_crd_is_the_generated_crd_kept_on_uninstall() -> Result<(), Error> {
+    let docs = helm_template(&["--set", "crds.templated=true"])?;
+    let mut templated = find(&docs, "CustomResourceDefinition", "redis.myapp.tangx.in")?.clone();
+    assert_eq!(
+        templated["metadata"]["annotations"]["helm.sh/resource-policy"],
+        "keep"
+    );
+    let metadata = templated["metadata"]
+        .as_object_mut()
+        .ok_or_else(|| manifest_error("(templated CRD)", "no metadata"))?;
+    metadata.remove("annotations");
+    metadata.remove("labels");
+    let path = chart_dir().join("crds").join("redis.yaml");
+    let generated: Value = serde_norway::from_str(
+        &std::fs::read_to_string(&path).map_err(|e| manifest_error(&path, e))?,
+    )
+    .map_err(|e| manifest_error(&path, e))?;
+    // Helm's fromYaml reads numbers as float64 and writes `1234.0` as `1234`: same schema.
+    assert!(
+        numbers_as_floats(templated) == numbers_as_floats(generated),
+        "the templated CRD differs from crds/redis.yaml"
+    );
+
+    // Off by default: Helm's crds/ is the only CRD then.
+    let defaults = helm_template(&[])?;
+    assert!(
+        !defaults
+            .iter()
+            .any(|d| d["kind"] == "CustomResourceDefinition")
+    );
+    Ok(())
+}
+
+fn numbers_as_floats(value: Value) -> Value {
+    match value {
+        Value::Number(n) => n.as_f64().map(Value::from).unwrap_or(Value::Number(n)),
+        Value::Array(items) => Value::Array(items.into_iter().map(numbers_as_floats).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, numbers_as_floats(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `ENTRYPOINT` and `EXPOSE` of a Dockerfile's final stage.
+fn dockerfile_entry(path: &Path) -> Result<(String, BTreeSet<u16>), Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| manifest_error(path, e))?;
+    let mut entrypoint = None;
+    let mut ports = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("FROM ") {
+            // A new stage: only the last one is the image.
+            entrypoint = None;
+            ports.clear();
+        } else if let Some(rest) = line.strip_prefix("EXPOSE ") {
+            for port in rest.split_whitespace() {
+                let number = port.split('/').next().unwrap_or(port);
+                ports.insert(
+                    number
+                        .parse()
+                        .map_err(|_| manifest_error(path, format!("EXPOSE {port}")))?,
+                );
+            }
+        } else if let Some(rest) = line.strip_prefix("ENTRYPOINT ") {
+            let exec: Vec<String> = serde_json::from_str(rest)
+                .map_err(|e| manifest_error(path, format!("ENTRYPOINT is not exec form: {e}")))?;
+            entrypoint = exec.first().cloned();
+        }
+    }
+    let entrypoint = entrypoint.ok_or_else(|| manifest_error(path, "no ENTRYPOINT"))?;
+    Ok((entrypoint, ports))
+}
+
+#[test]
+fn dockerfiles_match_the_chart_and_the_binaries() -> Result<(), Error> {
+    let docs = helm_template(&[])?;
+    for component in ["controller", "webhook"] {
+        let binary = format!("redis-{component}");
+        let dockerfile = repo_root().join(format!("Dockerfile.{component}"));
+        let (entrypoint, exposed) = dockerfile_entry(&dockerfile)?;
+        assert_eq!(
+            Path::new(&entrypoint).file_name(),
+            Some(binary.as_ref()),
+            "{} runs {entrypoint}",
+            dockerfile.display()
+        );
+        let cargo_toml = repo_root()
+            .join("crates")
+            .join(component)
+            .join("Cargo.toml");
+        let manifest =
+            std::fs::read_to_string(&cargo_toml).map_err(|e| manifest_error(&cargo_toml, e))?;
+        assert!(
+            manifest.contains(&format!("name = \"{binary}\"")),
+            "{} builds no binary {binary}",
+            cargo_toml.display()
+        );
+        let dockerfile_text =
+            std::fs::read_to_string(&dockerfile).map_err(|e| manifest_error(&dockerfile, e))?;
+        assert!(
+            dockerfile_text.contains(&format!("--locked -p {component} --bin {binary}")),
+            "{} does not build {binary} with --locked",
+            dockerfile.display()
+        );
+
+        let deployment = find(&docs, "Deployment", &format!("redis-operator-{component}"))?;
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let ports: BTreeSet<u16> = container["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["containerPort"].as_u64())
+            .filter_map(|p| u16::try_from(p).ok())
+            .collect();
+        assert_eq!(
+            exposed,
+            ports,
+            "{} EXPOSEs other ports than the chart's {component} Deployment",
+            dockerfile.display()
+        );
+        // The chart runs the image's ENTRYPOINT with flags the binary knows.
+        assert!(
+            container["command"].is_null(),
+            "{component} overrides the ENTRYPOINT"
+        );
+        let help = run(
+            &format!("{binary} --help"),
+            Command::new(workspace_binary(&binary)?).arg("--help"),
+        )?;
+        for arg in container["args"].as_array().into_iter().flatten() {
+            let flag = arg
+                .as_str()
+                .unwrap_or_default()
+                .split('=')
+                .next()
+                .unwrap_or_default();
+            assert!(
+                help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")),
+                "the chart passes {flag} to {binary}, which does not know it"
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// On the cluster.
+// ---------------------------------------------------------------------------------------------
+
+/// Removes a release's objects when dropped, also when the test fails: the namespaced ones go
+/// with the test namespace, the cluster-scoped ones (named after the release, labelled with its
+/// instance) are deleted here.
+struct ReleaseGuard {
+    release: String,
+    namespace: String,
+    kubeconfig: PathBuf,
+    helm: bool,
+}
+
+impl Drop for ReleaseGuard {
+    fn drop(&mut self) {
+        if self.helm
+            && let Ok(helm) = helm()
+        {
+            let _ = Command::new(helm)
+                .env("KUBECONFIG", &self.kubeconfig)
+                .args(["uninstall", &self.release, "--namespace", &self.namespace])
+                .args(["--ignore-not-found", "--wait=false"])
+                .output();
+        }
+        let _ = Command::new(kubectl())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args([
+                "delete",
+                "mutatingwebhookconfigurations,validatingwebhookconfigurations,clusterroles,clusterrolebindings",
+                "-l",
+                &format!("app.kubernetes.io/instance={}", self.release),
+                "--ignore-not-found",
+                "--wait=false",
+            ])
+            .output();
+    }
+}
+
+async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace), Error> {
+    let cluster = Cluster::connect().await?;
+    // Forced server-side apply with the suite's field manager: safe while other tests do it too.
+    e2e::install_redis_crd(&cluster.client()).await?;
+    let ns = cluster
+        .namespace_with(
+            prefix,
+            NamespaceOptions::default().pod_security("restricted"),
+        )
+        .await?;
+    Ok((cluster, ns))
+}
+
+/// Values for a test release: its webhook configurations select no namespace.
+fn write_test_values(ns: &TestNamespace, release: &str) -> Result<PathBuf, Error> {
+    let dir = repo_root().join("target").join("e2e-logs").join(ns.name());
+    std::fs::create_dir_all(&dir).map_err(|e| manifest_error(&dir, e))?;
+    let path = dir.join("chart-values.yaml");
+    let values = json!({
+        "webhook": {
+            "namespaceSelector": {"matchLabels": {DUMMY_NAMESPACE_LABEL: release}},
+        },
+    });
+    std::fs::write(&path, values.to_string()).map_err(|e| manifest_error(&path, e))?;
+    Ok(path)
+}
+
+/// The name prefix of a release's objects (the chart's `redis-operator.fullname`).
+fn fullname(release: &str) -> String {
+    if release.contains("redis-operator") {
+        release.to_owned()
+    } else {
+        format!("{release}-redis-operator")
+    }
+}
+
+/// Certificates as the cluster holds them: (Secret data, mutating caBundle, validating caBundle).
+#[derive(Debug, PartialEq)]
+struct Certificates {
+    secret: BTreeMap<String, Vec<u8>>,
+    mutating_ca: Vec<u8>,
+    validating_ca: Vec<u8>,
+}
+
+async fn certificates(
+    cluster: &Cluster,
+    ns: &TestNamespace,
+    release: &str,
+) -> Result<Certificates, Error> {
+    let name = format!("{}-webhook", fullname(release));
+    let secret = ns
+        .api::<Secret>()
+        .get(&format!("{name}-tls"))
+        .await
+        .context("reading the webhook's Secret")?;
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    let secret: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    let client = cluster.client();
+    let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .get(&name)
+        .await
+        .context("reading the MutatingWebhookConfiguration")?;
+    let validating = Api::<ValidatingWebhookConfiguration>::all(client)
+        .get(&name)
+        .await
+        .context("reading the ValidatingWebhookConfiguration")?;
+    let mutating_ca = mutating
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|w| w.client_config.ca_bundle)
+        .map(|b| b.0)
+        .next()
+        .unwrap_or_default();
+    let validating_ca = validating
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|w| w.client_config.ca_bundle)
+        .map(|b| b.0)
+        .next()
+        .unwrap_or_default();
+    Ok(Certificates {
+        secret,
+        mutating_ca,
+        validating_ca,
+    })
+}
+
+/// `kubectl auth can-i` as `user`: true for "yes".
+fn can_i(cluster: &Cluster, user: &str, args: &[&str]) -> Result<bool, Error> {
+    let output = Command::new(kubectl())
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .args(["auth", "can-i", "--as", user])
+        .args(args)
+        .output()
+        .map_err(|e| Error::Process {
+            what: "kubectl auth can-i".into(),
+            reason: e.to_string(),
+        })?;
+    match String::from_utf8_lossy(&output.stdout).trim() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        other => Err(Error::Process {
+            what: format!("kubectl auth can-i {args:?}"),
+            reason: format!("{other} {}", String::from_utf8_lossy(&output.stderr)),
+        }),
+    }
+}
+
+/// Everything an installed release must be: pods Running and Ready in a namespace enforcing
+/// Pod Security restricted, caBundle = the Secret's ca.crt, least-privilege identities.
+async fn check_release(
+    cluster: &Cluster,
+    ns: &TestNamespace,
+    release: &str,
+) -> Result<Certificates, Error> {
+    let pods: Api<Pod> = ns.api();
+    for (component, replicas) in EXPECTED_PODS {
+        let selector =
+            format!("app.kubernetes.io/instance={release},app.kubernetes.io/component={component}");
+        wait_for(
+            &format!("{replicas} Running and Ready {component} pod(s) of {release}"),
+            CONVERGE,
+            || async {
+                let list = pods
+                    .list(&ListParams::default().labels(&selector))
+                    .await
+                    .map_err(seen)?;
+                let ready = list
+                    .items
+                    .iter()
+                    .filter(|p| {
+                        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                            && e2e::pods::is_ready(p)
+                    })
+                    .count();
+                if ready == replicas && list.items.len() == replicas {
+                    Ok(())
+                } else {
+                    let seen: Vec<_> = list.items.iter().map(e2e::pods::describe).collect();
+                    Err(format!("{ready} ready of {}: {seen:?}", list.items.len()))
+                }
+            },
+        )
+        .await?;
+    }
+    // The webhook gets no token: it calls no API.
+    let webhook_pods = pods
+        .list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={release},app.kubernetes.io/component=webhook"
+        )))
+        .await
+        .context("listing the webhook pods")?;
+    for pod in &webhook_pods.items {
+        let spec = pod.spec.as_ref();
+        assert_eq!(
+            spec.and_then(|s| s.automount_service_account_token),
+            Some(false)
+        );
+        let projected = spec
+            .and_then(|s| s.volumes.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|v| v.projected.is_some());
+        assert!(!projected, "a webhook pod mounts a service account token");
+    }
+
+    let certs = certificates(cluster, ns, release).await?;
+    let ca = certs
+        .secret
+        .get("ca.crt")
+        .filter(|ca| !ca.is_empty())
+        .ok_or_else(|| manifest_error("(webhook Secret)", "no ca.crt"))?;
+    assert_eq!(&certs.mutating_ca, ca, "mutating caBundle != Secret ca.crt");
+    assert_eq!(
+        &certs.validating_ca, ca,
+        "validating caBundle != Secret ca.crt"
+    );
+    for key in ["tls.crt", "tls.key"] {
+        assert!(
+            certs.secret.get(key).is_some_and(|v| !v.is_empty()),
+            "the Secret has no {key}"
+        );
+    }
+
+    // Least privilege, as the API server's authorizer sees it.
+    let name = fullname(release);
+    let controller = format!("system:serviceaccount:{}:{name}-controller", ns.name());
+    let webhook = format!("system:serviceaccount:{}:{name}-webhook", ns.name());
+    let other_ns = "default";
+    for (args, expected) in [
+        (vec!["create", "pods", "-n", ns.name()], true),
+        (vec!["create", "pods", "-n", other_ns], true),
+        (vec!["delete", "pods", "-n", other_ns], true),
+        (vec!["watch", "redis.myapp.tangx.in", "-n", other_ns], true),
+        (
+            vec![
+                "patch",
+                "redis.myapp.tangx.in",
+                "--subresource=status",
+                "-n",
+                other_ns,
+            ],
+            true,
+        ),
+        (
+            vec!["create", "leases.coordination.k8s.io", "-n", ns.name()],
+            true,
+        ),
+        (
+            vec!["create", "leases.coordination.k8s.io", "-n", other_ns],
+            false,
+        ),
+        (vec!["get", "secrets", "-n", ns.name()], false),
+        (vec!["list", "secrets", "-n", other_ns], false),
+        (vec!["get", "deployments.apps", "-n", ns.name()], false),
+        (vec!["create", "deployments.apps", "-n", other_ns], false),
+        (vec!["patch", "deployments.apps", "-n", ns.name()], false),
+        (vec!["delete", "deployments.apps", "-n", ns.name()], false),
+        (vec!["update", "pods", "-n", other_ns], false),
+        (
+            vec!["delete", "redis.myapp.tangx.in", "-n", other_ns],
+            false,
+        ),
+    ] {
+        let allowed = can_i(cluster, &controller, &args)?;
+        assert_eq!(allowed, expected, "controller can-i {args:?}");
+    }
+    for args in [
+        vec!["get", "pods", "-n", ns.name()],
+        vec!["get", "secrets", "-n", ns.name()],
+        vec!["list", "redis.myapp.tangx.in", "-n", ns.name()],
+        vec!["create", "leases.coordination.k8s.io", "-n", ns.name()],
+    ] {
+        assert!(!can_i(cluster, &webhook, &args)?, "webhook can-i {args:?}");
+    }
+    Ok(certs)
+}
+
+/// Waits until nothing labelled as the release's is left, in its namespace or cluster-wide.
+async fn wait_release_gone(cluster: &Cluster, namespace: &str, release: &str) -> Result<(), Error> {
+    let selector = format!("app.kubernetes.io/instance={release}");
+    wait_for(
+        &format!("every object of release {release} to be gone"),
+        CONVERGE,
+        || async {
+            let mut left = String::new();
+            for (scope, kinds) in [
+                (
+                    Some(namespace),
+                    "deployments,replicasets,pods,services,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets,configmaps",
+                ),
+                (
+                    None,
+                    "clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations",
+                ),
+            ] {
+                let mut args = vec!["get", kinds, "-l", &selector, "-o", "name"];
+                if let Some(namespace) = scope {
+                    args.extend(["-n", namespace]);
+                }
+                match e2e::operator::run_kubectl(cluster, &args) {
+                    Ok(out) => left.push_str(&out),
+                    Err(e) => return Err(format!("kubectl get: {e}")),
+                }
+            }
+            // Helm's own release records.
+            let records = e2e::operator::run_kubectl(
+                cluster,
+                &["get", "secrets", "-n", namespace, "-l", &format!("owner=helm,name={release}"), "-o", "name"],
+            )
+            .map_err(|e| format!("kubectl get: {e}"))?;
+            left.push_str(&records);
+            if left.trim().is_empty() {
+                Ok(())
+            } else {
+                Err(left.split_whitespace().collect::<Vec<_>>().join(", "))
+            }
+        },
+    )
+    .await?;
+    // The CRD stays: deleting it would delete every Redis.
+    Api::<CustomResourceDefinition>::all(cluster.client())
+        .get("redis.myapp.tangx.in")
+        .await
+        .context("reading the Redis CRD after the release is gone")?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn helm_install_upgrade_uninstall() -> Result<(), Error> {
+    let (cluster, ns) = setup("chart-helm").await?;
+    let release = ns.name().to_owned();
+    let values = write_test_values(&ns, &release)?;
+    let guard = ReleaseGuard {
+        release: release.clone(),
+        namespace: ns.name().to_owned(),
+        kubeconfig: cluster.kubeconfig().to_owned(),
+        helm: true,
+    };
+    let helm_command = |verb: &str| -> Result<Command, Error> {
+        let mut command = Command::new(helm()?);
+        command
+            .env("KUBECONFIG", cluster.kubeconfig())
+            .args([verb, &release])
+            .arg(chart_dir())
+            .args(["--namespace", ns.name(), "--skip-crds", "-f"])
+            .arg(&values);
+        Ok(command)
+    };
+
+    run("helm install", &mut helm_command("install")?)?;
+    let installed = check_release(&cluster, &ns, &release).await?;
+
+    run("helm upgrade", &mut helm_command("upgrade")?)?;
+    let upgraded = check_release(&cluster, &ns, &release).await?;
+    assert!(
+        installed == upgraded,
+        "helm upgrade with the same values changed the certificates"
+    );
+
+    run(
+        "helm uninstall",
+        Command::new(helm()?)
+            .env("KUBECONFIG", cluster.kubeconfig())
+            .args(["uninstall", &release, "--namespace", ns.name(), "--wait"]),
+    )?;
+    wait_release_gone(&cluster, ns.name(), &release).await?;
+    drop(guard);
+    Ok(())
+}
+
+#[tokio::test]
+async fn deploy_manifest_apply_and_delete() -> Result<(), Error> {
+    let (cluster, ns) = setup("chart-apply").await?;
+    let release = ns.name().to_owned();
+    let values = write_test_values(&ns, &release)?;
+    let values_arg = values.display().to_string();
+    // What `make manifests` renders into deploy/, for this namespace and release.
+    let manifest = render_deploy(&release, ns.name(), &["-f", &values_arg])?;
+    let path = values.with_file_name("deploy.yaml");
+    std::fs::write(&path, &manifest).map_err(|e| manifest_error(&path, e))?;
+    let path_arg = path.display().to_string();
+    let guard = ReleaseGuard {
+        release: release.clone(),
+        namespace: ns.name().to_owned(),
+        kubeconfig: cluster.kubeconfig().to_owned(),
+        helm: false,
+    };
+
+    e2e::operator::run_kubectl(&cluster, &["apply", "--server-side", "-f", &path_arg]).map_err(
+        |e| Error::Process {
+            what: "kubectl apply --server-side -f deploy manifest".into(),
+            reason: e,
+        },
+    )?;
+    check_release(&cluster, &ns, &release).await?;
+
+    // Deleting the manifest removes the Namespace too; the CRD (deploy/crd.yaml) stays.
+    e2e::operator::run_kubectl(&cluster, &["delete", "-f", &path_arg, "--wait=false"]).map_err(
+        |e| Error::Process {
+            what: "kubectl delete -f deploy manifest".into(),
+            reason: e,
+        },
+    )?;
+    wait_release_gone(&cluster, ns.name(), &release).await?;
+    drop(guard);
+    Ok(())
+}
