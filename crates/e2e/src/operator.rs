@@ -39,21 +39,32 @@ fn process_error(what: impl Into<String>, reason: impl ToString) -> Error {
     }
 }
 
-/// A binary of this workspace, built by `cargo build --bins` (`make e2e` does it first).
+/// Set to `release` to run the operator from `target/release` (benchmarks) instead of
+/// `target/debug`.
+pub const PROFILE_ENV: &str = "E2E_PROFILE";
+
+/// A binary of this workspace, built by `cargo build --bins` (`make e2e` does it first), or by
+/// `cargo build --release --bins` when `E2E_PROFILE=release`.
 pub fn workspace_binary(name: &str) -> Result<PathBuf, Error> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target"));
-    let path = target.join("debug").join(name);
+    let release = std::env::var(PROFILE_ENV).is_ok_and(|p| p == "release");
+    let (profile, build) = if release {
+        (
+            "release",
+            "`cargo build --release --bins` (make bench-controller does)",
+        )
+    } else {
+        ("debug", "`cargo build --bins` (make e2e does)")
+    };
+    let path = target.join(profile).join(name);
     if path.is_file() {
         Ok(path)
     } else {
         Err(process_error(
             format!("finding {name}"),
-            format!(
-                "{} does not exist; build it with `cargo build --bins` (make e2e does)",
-                path.display()
-            ),
+            format!("{} does not exist; build it with {build}", path.display()),
         ))
     }
 }
