@@ -158,6 +158,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let reference = redis.object_ref(&());
     announce_scaling(redis, ctx, &reference, replicas, &views, &actions).await;
     let mut retry_soon = false;
+    let mut changed = false;
     let mut first_error = None;
     for action in &actions {
         let outcome = match action {
@@ -169,12 +170,19 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             }
         };
         match outcome {
-            Ok(Done::Yes) => {}
+            Ok(Done::Yes) => changed = true,
             Ok(Done::CacheBehind) => retry_soon = true,
+            // The namespace is being deleted, and this Redis with it: nothing to build.
+            Ok(Done::NamespaceTerminating) => return Ok(Requeue::await_change()),
             Err(e) => {
                 first_error.get_or_insert(e);
             }
         }
+    }
+    // The pods just changed, so a status computed from the pods seen before would be stale at
+    // once; the watch events of those changes bring the next pass, which writes it.
+    if changed && first_error.is_none() {
+        return Ok(Requeue::requeue(RESYNC));
     }
 
     let stored = redis.status.as_ref();
@@ -232,6 +240,8 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
 
 enum Done {
     Yes,
+    /// The namespace is terminating: the API refuses new content, and will delete the Redis.
+    NamespaceTerminating,
     /// The API said the pod is already there (create) — our cache had not seen it yet.
     CacheBehind,
 }
@@ -269,6 +279,14 @@ async fn create_pod(
             Ok(Done::Yes)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(Done::CacheBehind),
+        // kube's error type drops the status details (cause NamespaceTerminating): match the
+        // API server's fixed wording instead.
+        Err(kube::Error::Api(status))
+            if status.code == 403 && status.message.contains("because it is being terminated") =>
+        {
+            tracing::debug!(pod = %pod_name, "namespace is terminating; not creating pods");
+            Ok(Done::NamespaceTerminating)
+        }
         Err(e) => {
             let note = format!("Error creating pod {pod_name}: {e}");
             publish(
@@ -338,8 +356,11 @@ async fn announce_scaling(
     views: &[PodView],
     actions: &[Action],
 ) {
-    let spec_changed =
-        redis.status.as_ref().and_then(|s| s.observed_generation) != redis.metadata.generation;
+    // A new Redis (never observed) is not scaling: its pods' SuccessfulCreate Events say enough.
+    let Some(observed) = redis.status.as_ref().and_then(|s| s.observed_generation) else {
+        return;
+    };
+    let spec_changed = Some(observed) != redis.metadata.generation;
     let existing = views
         .iter()
         .filter(|p| !p.terminating && p.ordinal.is_some())

@@ -668,6 +668,8 @@ pub struct Operator {
     pub webhook: Webhook,
     pub identity: ControllerIdentity,
     pub controller: Controller,
+    namespace: String,
+    kube_config: kube::Config,
 }
 
 impl Operator {
@@ -681,6 +683,57 @@ impl Operator {
             webhook,
             identity,
             controller,
+            namespace: ns.name().to_owned(),
+            kube_config: cluster.config().clone(),
         })
+    }
+}
+
+impl Drop for Operator {
+    /// Runs before the processes stop: deletes every Redis left in the namespace and lets the
+    /// controller release them; any still held after a few seconds (the test killed the
+    /// controller) is released from its finalizer by hand. Deleting the test namespace then
+    /// never waits on an operator that no longer runs.
+    fn drop(&mut self) {
+        let (namespace, config) = (self.namespace.clone(), self.kube_config.clone());
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                let Ok(client) = Client::try_from(config) else {
+                    return;
+                };
+                let redis: Api<api::Redis> = Api::namespaced(client, &namespace);
+                let _ = redis
+                    .delete_collection(&DeleteParams::background(), &Default::default())
+                    .await;
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+                loop {
+                    let Ok(list) = redis.list(&Default::default()).await else {
+                        return;
+                    };
+                    if list.items.is_empty() {
+                        return;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        let release = serde_json::json!({"metadata": {"finalizers": null}});
+                        for item in list.items {
+                            let name = kube::ResourceExt::name_any(&item);
+                            let params = kube::api::PatchParams::default();
+                            let _ = redis
+                                .patch(&name, &params, &kube::api::Patch::Merge(&release))
+                                .await;
+                        }
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            });
+        })
+        .join();
     }
 }
