@@ -116,6 +116,10 @@ undeploy: $(HELM) ## Uninstall the release (the CRD and every Redis stay; delete
 
 ##@ Run locally
 
+.PHONY: demo
+demo: ## The tutorial end to end: build, start the local bed and the operator, create my-op-redis, show a rejection.
+	hack/demo.sh
+
 .PHONY: run
 run: ## Run webhook and controller in the background on the local bed, the webhook registered by url + caBundle.
 	hack/run.sh start

@@ -64,21 +64,17 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RedisSpec {
-    /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1).
-    /// Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`.
+    /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1). Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub replicas: Option<i32>,
 
-    /// Container image that runs redis-server, e.g. "redis:7.2-alpine".
-    /// Must be a valid image reference. Defaults to "redis:7.2-alpine".
+    /// Container image that runs redis-server, e.g. "redis:7.2-alpine". Must be a valid image reference. Defaults to "redis:7.2-alpine".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub image: Option<String>,
 
-    /// TCP port redis-server listens on inside each pod (`redis-server --port <port>`), also
-    /// the containerPort and the port the probes use. 1234..54321 (the admission webhook
-    /// may require more, by default >= 6379). Defaults to 6379.
+    /// TCP port redis-server listens on inside each pod (`redis-server --port <port>`), also the containerPort and the port the probes use. 1234..54321 (the admission webhook may require more, by default >= 6379). Defaults to 6379.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1234, max = 54321))]
     pub port: Option<i32>,
@@ -124,8 +120,7 @@ pub struct RedisStatus {
     #[serde(default)]
     pub ready_replicas: i32,
 
-    /// Label selector of this Redis's pods, in string form; used by the scale subresource
-    /// (`kubectl scale`, HorizontalPodAutoscaler).
+    /// Label selector of this Redis's pods, in string form; used by the scale subresource (`kubectl scale`, HorizontalPodAutoscaler).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
 
@@ -133,8 +128,7 @@ pub struct RedisStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
-    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired
-    /// spec and is Ready.
+    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired spec and is Ready.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
