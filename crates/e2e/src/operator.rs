@@ -200,15 +200,12 @@ fn log_dir(namespace: &str) -> PathBuf {
     repo_root().join("target").join("e2e-logs").join(namespace)
 }
 
-/// Deletes cluster-scoped objects from a thread with its own runtime (the test's may be gone).
-fn delete_cluster_scoped<K>(config: &kube::Config, names: Vec<String>)
+/// Runs `work` with a client of its own on a thread with a runtime of its own: for `Drop`,
+/// where the test's runtime may be shutting down, or gone during a panic.
+fn in_own_runtime<F, Fut>(config: &kube::Config, work: F)
 where
-    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
 {
     let config = config.clone();
     let _ = std::thread::spawn(move || {
@@ -219,16 +216,30 @@ where
             return;
         };
         runtime.block_on(async move {
-            let Ok(client) = Client::try_from(config) else {
-                return;
-            };
-            let api: Api<K> = Api::all(client);
-            for name in names {
-                let _ = api.delete(&name, &DeleteParams::background()).await;
+            if let Ok(client) = Client::try_from(config) {
+                work(client).await;
             }
         });
     })
     .join();
+}
+
+/// Deletes cluster-scoped objects (best effort, from `Drop`).
+fn delete_cluster_scoped<K>(config: &kube::Config, names: Vec<String>)
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    in_own_runtime(config, move |client| async move {
+        let api: Api<K> = Api::all(client);
+        for name in names {
+            let _ = api.delete(&name, &DeleteParams::background()).await;
+        }
+    });
 }
 
 /// `redis-webhook` running on loopback and registered for one namespace.
@@ -695,45 +706,33 @@ impl Drop for Operator {
     /// controller) is released from its finalizer by hand. Deleting the test namespace then
     /// never waits on an operator that no longer runs.
     fn drop(&mut self) {
-        let (namespace, config) = (self.namespace.clone(), self.kube_config.clone());
-        let _ = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async move {
-                let Ok(client) = Client::try_from(config) else {
+        let namespace = self.namespace.clone();
+        in_own_runtime(&self.kube_config, move |client| async move {
+            let redis: Api<api::Redis> = Api::namespaced(client, &namespace);
+            let _ = redis
+                .delete_collection(&DeleteParams::background(), &Default::default())
+                .await;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let Ok(list) = redis.list(&Default::default()).await else {
                     return;
                 };
-                let redis: Api<api::Redis> = Api::namespaced(client, &namespace);
-                let _ = redis
-                    .delete_collection(&DeleteParams::background(), &Default::default())
-                    .await;
-                let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-                loop {
-                    let Ok(list) = redis.list(&Default::default()).await else {
-                        return;
-                    };
-                    if list.items.is_empty() {
-                        return;
-                    }
-                    if tokio::time::Instant::now() >= deadline {
-                        let release = serde_json::json!({"metadata": {"finalizers": null}});
-                        for item in list.items {
-                            let name = kube::ResourceExt::name_any(&item);
-                            let params = kube::api::PatchParams::default();
-                            let _ = redis
-                                .patch(&name, &params, &kube::api::Patch::Merge(&release))
-                                .await;
-                        }
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                if list.items.is_empty() {
+                    return;
                 }
-            });
-        })
-        .join();
+                if tokio::time::Instant::now() >= deadline {
+                    let release = serde_json::json!({"metadata": {"finalizers": null}});
+                    for item in list.items {
+                        let name = kube::ResourceExt::name_any(&item);
+                        let params = kube::api::PatchParams::default();
+                        let _ = redis
+                            .patch(&name, &params, &kube::api::Patch::Merge(&release))
+                            .await;
+                    }
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
     }
 }

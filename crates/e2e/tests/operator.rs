@@ -42,6 +42,17 @@ fn tutorial_sample() -> Redis {
     redis
 }
 
+/// Creates the tutorial's `my-op-redis` and waits until its two pods run and are Ready.
+async fn create_sample(ns: &TestNamespace) -> Result<Api<Redis>, Error> {
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    wait_converged(ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    Ok(redis)
+}
+
 /// Pod names of the Redis `name`, sorted.
 async fn pod_names(pods: &Api<Pod>, name: &str) -> Result<Vec<String>, String> {
     let selector = api::pods::selector_string(name);
@@ -336,12 +347,7 @@ async fn admission_rejects_bad_specs_and_fills_defaults() -> Result<(), Error> {
 #[tokio::test]
 async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error> {
     let (cluster, ns, _operator) = setup("scale").await?;
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
-    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    let redis = create_sample(&ns).await?;
 
     let scale_to = |n: i32| {
         let redis = redis.clone();
@@ -427,12 +433,7 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
 #[tokio::test]
 async fn a_pod_deleted_by_hand_comes_back_with_the_same_name() -> Result<(), Error> {
     let (_cluster, ns, _operator) = setup("recreate").await?;
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
-    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    create_sample(&ns).await?;
     let pods: Api<Pod> = ns.api();
     let before = pods
         .get("my-op-redis-1")
@@ -680,12 +681,7 @@ async fn a_controller_killed_mid_scale_up_converges_exactly_after_restart() -> R
 #[tokio::test]
 async fn at_rest_the_controller_writes_nothing() -> Result<(), Error> {
     let (cluster, ns, operator) = setup("rest").await?;
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
-    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    create_sample(&ns).await?;
     // Let the last watch events land, then measure.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let counters = [
@@ -793,12 +789,7 @@ async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over(
         "the standby must not lead"
     );
 
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
-    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    let redis = create_sample(&ns).await?;
     let created = |c: &Controller| {
         let port = c.ops_port;
         async move {
