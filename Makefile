@@ -129,7 +129,7 @@ stop: ## Stop what `make run` started and unregister its webhook.
 	hack/run.sh stop
 
 .PHONY: run-controller
-run-controller: ## Run redis-controller in the foreground against .cluster/kubeconfig (or $$KUBECONFIG).
+run-controller: ## Run redis-controller in the foreground against KUBECONFIG (default: the local bed).
 	KUBECONFIG=$${KUBECONFIG:-$(CURDIR)/.cluster/kubeconfig} $(CARGO) run $(CARGO_FLAGS) -p controller --bin redis-controller
 
 ##@ Webhook
