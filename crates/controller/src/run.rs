@@ -70,7 +70,7 @@ pub async fn run(
             .map(|pod| (Ok::<_, watcher::Error>(pod), rx))
     });
 
-    let leadership = if cli.leader_elect {
+    let mut leadership = if cli.leader_elect {
         Some(crate::leader::acquire(&client, &cli).await?)
     } else {
         None
@@ -96,12 +96,6 @@ pub async fn run(
     );
     let ctx = Arc::new(Context::new(client, pods, recorder, metrics.clone()));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut lost = Box::pin(async move {
-        match leadership {
-            Some(mut lease) => lease.lost().await,
-            None => future::pending::<()>().await,
-        }
-    });
     let controller = Controller::for_stream(redis_watch, redis_store)
         .owns_stream(pod_events)
         .with_config(
@@ -128,17 +122,28 @@ pub async fn run(
     let outcome = tokio::select! {
         () = &mut controller => Ok(()),
         () = shutdown => Ok(()),
-        () = &mut lost => Err(Error::LeadershipLost),
+        () = lost(&mut leadership) => Err(Error::LeadershipLost),
     };
-    // Let reconciles in flight finish, then stop.
+    // Let reconciles in flight finish, then stop, and hand the lease over.
     let _ = stop_tx.send(());
     if outcome.is_ok() {
         controller.await;
+        if let Some(lease) = leadership {
+            lease.release().await;
+        }
     }
     metrics.leader.set(0);
     pod_watch.abort();
     ops.abort();
     outcome
+}
+
+/// Completes when the lease is lost; never without leader election.
+async fn lost(leadership: &mut Option<crate::leader::Leadership>) {
+    match leadership {
+        Some(lease) => lease.lost().await,
+        None => future::pending::<()>().await,
+    }
 }
 
 fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>

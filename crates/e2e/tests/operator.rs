@@ -832,3 +832,46 @@ async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over(
     assert!(second.process.running());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_leader_stopped_cleanly_hands_its_lease_over() -> Result<(), Error> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let (_cluster, ns, mut operator) = setup("handover").await?;
+    operator.controller.process.kill();
+    // A lease far longer than the test: the standby can only lead this soon if it is released.
+    let args = [
+        "--leader-elect",
+        "--lease-namespace",
+        ns.name(),
+        "--lease-duration",
+        "300",
+    ];
+    let mut first = Controller::start(&ns, &operator.identity, "handover-a", &args).await?;
+    first.wait_ready(CONVERGE).await?;
+    let mut second = Controller::start(&ns, &operator.identity, "handover-b", &args).await?;
+    let pid = first.process.pid();
+
+    let status = first.process.terminate()?;
+    assert!(status.success(), "SIGTERM exits 0, got {status:?}");
+    let leases: Api<Lease> = ns.api();
+    let lease = leases
+        .get("redis-operator-controller")
+        .await
+        .context("reading the Lease")?;
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    assert!(
+        !holder.ends_with(&format!("-{pid}")),
+        "the stopped leader still holds the Lease: {holder}"
+    );
+
+    second.wait_ready(CONVERGE).await?;
+    assert_eq!(
+        second.metric("redis_controller_leader").await.ok(),
+        Some(1.0)
+    );
+    create_sample(&ns).await?;
+    Ok(())
+}
