@@ -18,6 +18,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// How long a clean shutdown waits for reconciles in flight.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs the controller until `shutdown` completes (Ok) or leadership is lost (Err).
 pub async fn run(
     cli: Cli,
@@ -124,16 +127,23 @@ pub async fn run(
         () = shutdown => Ok(()),
         () = lost(&mut leadership) => Err(Error::LeadershipLost),
     };
-    // Let reconciles in flight finish, then stop, and hand the lease over.
+    // Let reconciles in flight finish, then stop, and hand the lease over. The pod watch goes
+    // first: the Controller drains only once its trigger streams end, and the pod trigger ends
+    // when that task drops its sender.
     let _ = stop_tx.send(());
+    pod_watch.abort();
     if outcome.is_ok() {
-        controller.await;
+        if tokio::time::timeout(DRAIN_TIMEOUT, controller)
+            .await
+            .is_err()
+        {
+            tracing::warn!(timeout = ?DRAIN_TIMEOUT, "reconciles in flight did not finish in time");
+        }
         if let Some(lease) = leadership {
             lease.release().await;
         }
     }
     metrics.leader.set(0);
-    pod_watch.abort();
     ops.abort();
     outcome
 }

@@ -762,22 +762,33 @@ fn audit_writes_by(cluster: &Cluster, user: &str) -> Option<Vec<String>> {
     )
 }
 
-#[tokio::test]
-async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over()
--> Result<(), Error> {
-    let (_cluster, ns, mut operator) = setup("leader").await?;
-    // The plain controller steps aside: two elected replicas take its place.
+/// Replaces the operator's plain controller with two `--leader-elect` replicas sharing a Lease
+/// of `lease_seconds`; the first is the leader once this returns.
+async fn elected_pair(
+    ns: &TestNamespace,
+    operator: &mut Operator,
+    name: &str,
+    lease_seconds: &str,
+) -> Result<(Controller, Controller), Error> {
     operator.controller.process.kill();
     let args = [
         "--leader-elect",
         "--lease-namespace",
         ns.name(),
         "--lease-duration",
-        "4",
+        lease_seconds,
     ];
-    let mut first = Controller::start(&ns, &operator.identity, "leader-a", &args).await?;
+    let mut first = Controller::start(ns, &operator.identity, &format!("{name}-a"), &args).await?;
     first.wait_ready(CONVERGE).await?;
-    let mut second = Controller::start(&ns, &operator.identity, "leader-b", &args).await?;
+    let second = Controller::start(ns, &operator.identity, &format!("{name}-b"), &args).await?;
+    Ok((first, second))
+}
+
+#[tokio::test]
+async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over()
+-> Result<(), Error> {
+    let (_cluster, ns, mut operator) = setup("leader").await?;
+    let (mut first, mut second) = elected_pair(&ns, &mut operator, "leader", "4").await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         first.metric("redis_controller_leader").await.ok(),
@@ -837,18 +848,8 @@ async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over(
 async fn a_leader_stopped_cleanly_hands_its_lease_over() -> Result<(), Error> {
     use k8s_openapi::api::coordination::v1::Lease;
     let (_cluster, ns, mut operator) = setup("handover").await?;
-    operator.controller.process.kill();
     // A lease far longer than the test: the standby can only lead this soon if it is released.
-    let args = [
-        "--leader-elect",
-        "--lease-namespace",
-        ns.name(),
-        "--lease-duration",
-        "300",
-    ];
-    let mut first = Controller::start(&ns, &operator.identity, "handover-a", &args).await?;
-    first.wait_ready(CONVERGE).await?;
-    let mut second = Controller::start(&ns, &operator.identity, "handover-b", &args).await?;
+    let (mut first, mut second) = elected_pair(&ns, &mut operator, "handover", "300").await?;
     let pid = first.process.pid();
 
     let status = first.process.terminate()?;
