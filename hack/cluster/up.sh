@@ -160,13 +160,24 @@ start() {
   shift
   log "starting ${name}"
   setsid "$(component_exe "$name")" "$@" </dev/null >"${log_dir}/${name}.log" 2>&1 &
-  echo "$!" >"${pid_dir}/${name}.pid"
-  sleep 0.2
-  if [[ -z $(pid_of "$name") ]]; then
-    failed_component=$name
+  local pid=$!
+  echo "$pid" >"${pid_dir}/${name}.pid"
+  # The background job runs bash, then setsid, then exec's bin/NAME; on a busy machine that
+  # takes a while. Wait for the exec (pid_of then knows the process) or for the process to die.
+  local tries
+  for ((tries = 0; tries < 300; tries++)); do
+    [[ -n $(pid_of "$name") ]] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  failed_component=$name
+  if kill -0 "$pid" 2>/dev/null; then
+    log "${name} (pid ${pid}) did not exec ${bin_dir}/${name} within 30s"
+    kill -KILL "$pid" 2>/dev/null || true
+  else
     log "${name} exited right away"
-    exit 1
   fi
+  exit 1
 }
 
 # wait_until NAME SECONDS COMMAND...: poll COMMAND until it succeeds; fail if NAME dies or time runs out.
