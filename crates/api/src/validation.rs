@@ -8,7 +8,9 @@ use crate::DELETION_PROTECTION_ANNOTATION;
 use crate::types::Redis;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use oci_spec::distribution::Reference;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{LazyLock, Mutex};
 
 /// Longest `Redis` name: it becomes the value of pod labels, which are limited to 63 characters.
 pub const MAX_NAME_LENGTH: usize = 63;
@@ -238,18 +240,55 @@ impl Policy {
     }
 }
 
-/// `spec.image` parsed once per review (the grammar is a large regex), or why it is not valid.
-type ParsedImage = Result<Reference, String>;
+/// What the rules need from `spec.image`: whether it is a valid reference and, if so, whether
+/// it means the `latest` tag; otherwise why not.
+type ParsedImage = Result<ImageFacts, String>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ImageFacts {
+    /// Tagged `latest`, or untagged (which means `latest`), and not pinned by digest.
+    latest: bool,
+}
 
 /// Parses an image reference the way container runtimes do (distribution's grammar), with a
 /// message naming the image when it is not one.
+///
+/// The grammar is a large regex, about 1 µs a match, most of a review's decision time, and a
+/// cluster uses few distinct images: answers are remembered. Only short strings are (a valid
+/// reference is at most a few hundred bytes), and the memory is emptied when full, so it stays
+/// bounded whatever clients send.
 fn parse_image(image: &str) -> ParsedImage {
+    const REMEMBERED_IMAGES: usize = 512;
+    const REMEMBERED_LENGTH: usize = 512;
+    static SEEN: LazyLock<Mutex<HashMap<String, ParsedImage>>> = LazyLock::new(Mutex::default);
+
+    let remember = image.len() <= REMEMBERED_LENGTH;
+    if remember
+        && let Ok(seen) = SEEN.lock()
+        && let Some(parsed) = seen.get(image)
+    {
+        return parsed.clone();
+    }
+    let parsed = parse_image_uncached(image);
+    if remember && let Ok(mut seen) = SEEN.lock() {
+        if seen.len() >= REMEMBERED_IMAGES {
+            seen.clear();
+        }
+        seen.insert(image.to_owned(), parsed.clone());
+    }
+    parsed
+}
+
+fn parse_image_uncached(image: &str) -> ParsedImage {
     if image.is_empty() {
         return Err("must not be empty".to_owned());
     }
-    image
+    let reference = image
         .parse::<Reference>()
-        .map_err(|e| format!("\"{image}\" is not a valid image reference: {e}"))
+        .map_err(|e| format!("\"{image}\" is not a valid image reference: {e}"))?;
+    Ok(ImageFacts {
+        latest: reference.digest().is_none() && reference.tag() == Some("latest"),
+    })
 }
 
 /// Allowed but unwise: reported as admission warnings (kubectl prints them).
@@ -257,10 +296,7 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     let spec = &redis.spec;
     let mut warnings = Vec::new();
     let image = spec.image();
-    if let Ok(reference) = parsed
-        && reference.digest().is_none()
-        && reference.tag() == Some("latest")
-    {
+    if let Ok(ImageFacts { latest: true }) = parsed {
         let how = if image.ends_with(":latest") {
             "uses the :latest tag"
         } else {
@@ -423,6 +459,30 @@ mod tests {
             fields(&Policy::default().validate_create(&r)),
             vec!["metadata.generateName"]
         );
+    }
+
+    #[test]
+    fn remembered_image_answers_are_the_fresh_ones() {
+        let long = format!("redis:{}", "a".repeat(600));
+        let images: Vec<String> = [
+            "redis",
+            "redis:latest",
+            "redis:7",
+            "Redis:7",
+            "",
+            "r@sha256:ab",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain((0..600).map(|i| format!("registry.local/redis-{i}:7")))
+        .chain([long])
+        .collect();
+        // Twice: the second round answers from memory, after it has been emptied at least once.
+        for _ in 0..2 {
+            for image in &images {
+                assert_eq!(parse_image(image), parse_image_uncached(image), "{image}");
+            }
+        }
     }
 
     #[test]

@@ -274,9 +274,9 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
                     .map(|r| r.result.message.as_str())
                     .unwrap_or_default();
                 if denied {
-                    tracing::info!(endpoint = endpoint.as_str(), operation, subject = %answer.subject, message, "denied");
+                    tracing::info!(endpoint = endpoint.as_str(), operation, subject = %answer.subject(), message, "denied");
                 } else {
-                    tracing::debug!(endpoint = endpoint.as_str(), operation, subject = %answer.subject, result, "answered");
+                    tracing::debug!(endpoint = endpoint.as_str(), operation, subject = %answer.subject(), result, "answered");
                 }
                 (Json(&answer.review).into_response(), operation, result)
             }
