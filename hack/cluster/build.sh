@@ -4,6 +4,8 @@
 #   etcd                                                           (hack/cluster/etcd)
 #   kwok                                                           (hack/cluster/kwok)
 #   helm                                                           (hack/cluster/helm)
+#   cert-manager-crds/ (YAML, not built: cert-manager's Issuer and Certificate CRDs, which the
+#                       e2e suite needs to apply deploy/)             (hack/cluster/cert-manager)
 #
 # Every build is kept in ${XDG_CACHE_HOME:-$HOME/.cache}/redis-operator/, keyed by
 # tool, version and a hash of the module's go.mod/go.sum/sources, the Go version and
@@ -12,6 +14,7 @@
 #
 #   hack/cluster/build.sh                # all tools
 #   hack/cluster/build.sh etcd kwok      # some of them
+#   hack/cluster/build.sh cert-manager   # only the cert-manager CRDs
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -94,7 +97,7 @@ tool_settings() {
       ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${k8s_minor}"
       ;;
     *)
-      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm)"
+      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm cert-manager)"
       exit 1
       ;;
   esac
@@ -183,12 +186,31 @@ build_tool() {
   exec {lock_fd}>&-
 }
 
+# cert-manager's CRDs: copied from its module (verified against go.sum) into bin/cert-manager-crds/.
+fetch_cert_manager_crds() {
+  local dir="${here}/cert-manager" version module_dir crd
+  version=$(version_of "$dir" github.com/cert-manager/cert-manager)
+  module_dir=$(cd "$dir" && "$GO" mod download -json github.com/cert-manager/cert-manager |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  [[ -d ${module_dir}/deploy/crds ]] || { log "cert-manager ${version}: no deploy/crds in the module"; exit 1; }
+  mkdir -p "${bin_dir}/cert-manager-crds"
+  for crd in cert-manager.io_issuers.yaml cert-manager.io_certificates.yaml; do
+    cp -f "${module_dir}/deploy/crds/${crd}" "${bin_dir}/cert-manager-crds/${crd}"
+  done
+  log "cert-manager ${version} CRDs: ${bin_dir}/cert-manager-crds"
+  linked+=(cert-manager-crds/)
+}
+
 linked=()
 tools=("$@")
 if ((${#tools[@]} == 0)); then
-  tools=(etcd kwok helm kubernetes)
+  tools=(etcd kwok helm kubernetes cert-manager)
 fi
 for tool in "${tools[@]}"; do
-  build_tool "$tool"
+  if [[ $tool == cert-manager ]]; then
+    fetch_cert_manager_crds
+  else
+    build_tool "$tool"
+  fi
 done
 log "ready in ${bin_dir}: ${linked[*]}"

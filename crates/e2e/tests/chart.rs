@@ -27,8 +27,12 @@ use serde_json::{Value, json};
 
 /// What `make manifests` writes from the chart.
 const DEPLOY_MANIFEST: &str = "deploy/redis-operator.yaml";
-/// Keys whose values are generated certificates (different on every self-signed render).
-const CERT_KEYS: [&str; 4] = ["ca.crt", "tls.crt", "tls.key", "caBundle"];
+/// The annotation by which cert-manager's cainjector fills a webhook configuration's caBundle.
+const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
+/// Where `hack/cluster/build.sh` puts cert-manager's CRDs.
+const CERT_MANAGER_CRDS: &str = "bin/cert-manager-crds";
+/// Put on the cert-manager CRDs this suite installs, to tell them from a real cert-manager's.
+const INSTALLED_BY_E2E: &str = "e2e.redis-operator/installed";
 /// Label of no namespace: the webhook configurations of the tests select only it.
 const DUMMY_NAMESPACE_LABEL: &str = "e2e.redis-operator/chart-webhook";
 /// Pods of the chart's Deployments, by component, with the default replicas.
@@ -102,23 +106,6 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> Result<&'a Value, Erro
         .ok_or_else(|| manifest_error("(rendered chart)", format!("no {kind} {name}")))
 }
 
-/// The text with the value of every certificate key replaced, as `make manifests` compares.
-fn mask_certificates(text: &str) -> String {
-    text.lines()
-        .map(|line| {
-            let trimmed = line.trim_start();
-            match CERT_KEYS
-                .iter()
-                .find(|k| trimmed.starts_with(&format!("{k}: ")))
-            {
-                Some(key) => format!("{}{key}: <generated>", &line[..line.len() - trimmed.len()]),
-                None => line.to_owned(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// `hack/render-deploy.sh RELEASE NAMESPACE ARGS...`: the deploy manifest of a release.
 fn render_deploy(release: &str, namespace: &str, args: &[&str]) -> Result<String, Error> {
     run(
@@ -148,33 +135,53 @@ fn helm_template(args: &[&str]) -> Result<Vec<Value>, Error> {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn deploy_manifest_is_the_chart_rendered_with_defaults() -> Result<(), Error> {
+fn deploy_manifest_is_the_chart_rendered_for_cert_manager() -> Result<(), Error> {
     let path = repo_root().join(DEPLOY_MANIFEST);
     let committed = std::fs::read_to_string(&path)
         .map_err(|e| manifest_error(&path, format!("{e} (run `make manifests`)")))?;
     let fresh = render_deploy("redis-operator", "redis-operator", &[])?;
     assert!(
-        mask_certificates(&committed) == mask_certificates(&fresh),
-        "{DEPLOY_MANIFEST} differs from a fresh render of charts/redis-operator (certificate data \
-         aside); run `make manifests` and commit the result"
+        committed == fresh,
+        "{DEPLOY_MANIFEST} differs from a fresh render of charts/redis-operator; run `make manifests` \
+         and commit the result"
     );
 
-    // Its generated certificates hang together: the webhook configurations trust the CA of the
-    // Secret the webhook serves from.
+    // No key or certificate in the repository: cert-manager issues them in the cluster.
+    for marker in ["PRIVATE KEY", "BEGIN CERTIFICATE", "caBundle:", "kind: Secret"] {
+        assert!(
+            !committed.contains(marker),
+            "{DEPLOY_MANIFEST} contains {marker:?}: certificate material must not be committed"
+        );
+    }
+    // ...and the pieces cert-manager needs point at each other: the Certificate fills the Secret
+    // the webhook serves from, and the webhook configurations ask for its CA.
     let docs = documents(&path, &committed)?;
-    let secret = find(&docs, "Secret", "redis-operator-webhook-tls")?;
-    let ca = secret["data"]["ca.crt"]
+    let certificate = find(&docs, "Certificate", "redis-operator-webhook")?;
+    let secret_name = certificate["spec"]["secretName"].as_str();
+    let issuer = certificate["spec"]["issuerRef"]["name"]
         .as_str()
-        .ok_or_else(|| manifest_error(&path, "the webhook Secret has no ca.crt"))?;
+        .unwrap_or_default();
+    find(&docs, "Issuer", issuer)?;
+    let webhook = find(&docs, "Deployment", "redis-operator-webhook")?;
+    let mounted: Vec<_> = webhook["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["secret"]["secretName"].as_str())
+        .collect();
+    assert!(
+        secret_name.is_some_and(|name| mounted.contains(&name)),
+        "the Certificate's Secret {secret_name:?} is not the one the webhook mounts ({mounted:?})"
+    );
     for kind in [
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
     ] {
         let config = find(&docs, kind, "redis-operator-webhook")?;
         assert_eq!(
-            config["webhooks"][0]["clientConfig"]["caBundle"].as_str(),
-            Some(ca),
-            "{kind}'s caBundle is not the Secret's ca.crt"
+            config["metadata"]["annotations"][INJECT_CA_FROM].as_str(),
+            Some("redis-operator/redis-operator-webhook"),
+            "{kind} does not ask cert-manager for the Certificate's CA"
         );
     }
     assert!(
@@ -529,6 +536,215 @@ async fn certificates(
     })
 }
 
+/// Who issues the webhook certificate of deploy/ (rendered with certs.mode=cert-manager).
+enum CertManager {
+    /// The cluster runs cert-manager: the test waits for it.
+    Running,
+    /// It does not (the local bed): the test installs cert-manager's CRDs and does cert-manager's
+    /// two jobs itself, exactly as the manifest asks: it fills the Secret the Certificate names,
+    /// and copies that CA into the webhook configurations that ask for it (cainjector).
+    StandIn,
+}
+
+impl CertManager {
+    fn prepare(cluster: &Cluster) -> Result<Self, Error> {
+        let kubectl_err = |what: &str, reason: String| Error::Process {
+            what: what.to_owned(),
+            reason,
+        };
+        match e2e::operator::run_kubectl(
+            cluster,
+            &["get", "crd", "certificates.cert-manager.io", "-o", "json"],
+        ) {
+            Ok(json) => {
+                let crd: Value = serde_json::from_str(&json)
+                    .map_err(|e| kubectl_err("reading the Certificate CRD", e.to_string()))?;
+                if crd["metadata"]["labels"][INSTALLED_BY_E2E] != "true" {
+                    return Ok(CertManager::Running);
+                }
+            }
+            Err(e) if e.contains("NotFound") || e.contains("not found") => {}
+            Err(e) => return Err(kubectl_err("looking for cert-manager", e)),
+        }
+        let dir = repo_root().join(CERT_MANAGER_CRDS);
+        if !dir.is_dir() {
+            return Err(manifest_error(
+                &dir,
+                "missing: `hack/cluster/build.sh cert-manager` (part of `make tools`) fetches it",
+            ));
+        }
+        let dir_arg = dir.display().to_string();
+        let crds = [
+            "crd/issuers.cert-manager.io",
+            "crd/certificates.cert-manager.io",
+        ];
+        for args in [
+            vec![
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "--field-manager=e2e",
+                "-f",
+                &dir_arg,
+            ],
+            [
+                &["label", "--overwrite"][..],
+                &crds,
+                &[&format!("{INSTALLED_BY_E2E}=true")],
+            ]
+            .concat(),
+            [
+                &["wait", "--for=condition=Established", "--timeout=60s"][..],
+                &crds,
+            ]
+            .concat(),
+        ] {
+            e2e::operator::run_kubectl(cluster, &args)
+                .map_err(|e| kubectl_err("installing cert-manager's CRDs", e))?;
+        }
+        Ok(CertManager::StandIn)
+    }
+
+    async fn issue(
+        &self,
+        cluster: &Cluster,
+        ns: &TestNamespace,
+        release: &str,
+    ) -> Result<(), Error> {
+        let name = format!("{}-webhook", fullname(release));
+        match self {
+            CertManager::Running => {
+                wait_for(
+                    &format!("cert-manager to issue {name} and inject its CA"),
+                    CONVERGE,
+                    || async {
+                        let certs = certificates(cluster, ns, release)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        match certs.secret.get("ca.crt") {
+                            Some(ca)
+                                if !ca.is_empty()
+                                    && *ca == certs.mutating_ca
+                                    && *ca == certs.validating_ca =>
+                            {
+                                Ok(())
+                            }
+                            _ => Err("not yet".to_owned()),
+                        }
+                    },
+                )
+                .await
+            }
+            CertManager::StandIn => self.stand_in(cluster, ns, &name).await,
+        }
+    }
+
+    async fn stand_in(
+        &self,
+        cluster: &Cluster,
+        ns: &TestNamespace,
+        name: &str,
+    ) -> Result<(), Error> {
+        let json = e2e::operator::run_kubectl(
+            cluster,
+            &["get", "certificate", name, "-n", ns.name(), "-o", "json"],
+        )
+        .map_err(|reason| Error::Process {
+            what: format!("reading Certificate {name}"),
+            reason,
+        })?;
+        let certificate: Value =
+            serde_json::from_str(&json).map_err(|e| manifest_error("(Certificate)", e))?;
+        let secret_name = certificate["spec"]["secretName"]
+            .as_str()
+            .ok_or_else(|| manifest_error("(Certificate)", "no spec.secretName"))?;
+        let dns_names: Vec<&str> = certificate["spec"]["dnsNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+
+        // Issue: a CA and a serving certificate for the Certificate's DNS names.
+        let dir = repo_root()
+            .join("target")
+            .join("e2e-logs")
+            .join(ns.name())
+            .join("issued");
+        let mut gen_certs = Command::new(workspace_binary("redis-webhook")?);
+        gen_certs.arg("gen-certs").arg("--out").arg(&dir);
+        for dns in &dns_names {
+            gen_certs.args(["--dns", dns]);
+        }
+        run("redis-webhook gen-certs", &mut gen_certs)?;
+        let mut data = BTreeMap::new();
+        for key in ["ca.crt", "tls.crt", "tls.key"] {
+            let path = dir.join(key);
+            let bytes = std::fs::read(&path).map_err(|e| manifest_error(&path, e))?;
+            data.insert(key.to_owned(), k8s_openapi::ByteString(bytes));
+        }
+        let ca = data.get("ca.crt").map(|b| b.0.clone()).unwrap_or_default();
+        let secret = Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some(secret_name.to_owned()),
+                ..Default::default()
+            },
+            type_: Some("kubernetes.io/tls".to_owned()),
+            data: Some(data),
+            ..Default::default()
+        };
+        ns.api::<Secret>()
+            .create(&Default::default(), &secret)
+            .await
+            .context("creating the issued Secret")?;
+
+        // Inject: the CA goes where the annotation asks for this Certificate's.
+        let wanted = format!("{}/{name}", ns.name());
+        let client = cluster.client();
+        let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone());
+        let mut config = mutating
+            .get(name)
+            .await
+            .context("reading the MutatingWebhookConfiguration")?;
+        assert_eq!(
+            config
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(INJECT_CA_FROM)),
+            Some(&wanted)
+        );
+        for webhook in config.webhooks.iter_mut().flatten() {
+            webhook.client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.clone()));
+        }
+        mutating
+            .replace(name, &Default::default(), &config)
+            .await
+            .context("injecting the CA into the MutatingWebhookConfiguration")?;
+        let validating = Api::<ValidatingWebhookConfiguration>::all(client);
+        let mut config = validating
+            .get(name)
+            .await
+            .context("reading the ValidatingWebhookConfiguration")?;
+        assert_eq!(
+            config
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(INJECT_CA_FROM)),
+            Some(&wanted)
+        );
+        for webhook in config.webhooks.iter_mut().flatten() {
+            webhook.client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.clone()));
+        }
+        validating
+            .replace(name, &Default::default(), &config)
+            .await
+            .context("injecting the CA into the ValidatingWebhookConfiguration")?;
+        Ok(())
+    }
+}
+
 /// `kubectl auth can-i` as `user`: true for "yes".
 fn can_i(cluster: &Cluster, user: &str, args: &[&str]) -> Result<bool, Error> {
     let output = Command::new(kubectl())
@@ -776,6 +992,7 @@ async fn helm_install_upgrade_uninstall() -> Result<(), Error> {
 #[tokio::test]
 async fn deploy_manifest_apply_and_delete() -> Result<(), Error> {
     let (cluster, ns) = setup("chart-apply").await?;
+    let cert_manager = CertManager::prepare(&cluster)?;
     let release = ns.name().to_owned();
     let values = write_test_values(&ns, &release)?;
     let values_arg = values.display().to_string();
@@ -797,6 +1014,7 @@ async fn deploy_manifest_apply_and_delete() -> Result<(), Error> {
             reason: e,
         },
     )?;
+    cert_manager.issue(&cluster, &ns, &release).await?;
     check_release(&cluster, &ns, &release).await?;
 
     // Deleting the manifest removes the Namespace too; the CRD (deploy/crd.yaml) stays.
