@@ -147,7 +147,12 @@ fn deploy_manifest_is_the_chart_rendered_for_cert_manager() -> Result<(), Error>
     );
 
     // No key or certificate in the repository: cert-manager issues them in the cluster.
-    for marker in ["PRIVATE KEY", "BEGIN CERTIFICATE", "caBundle:", "kind: Secret"] {
+    for marker in [
+        "PRIVATE KEY",
+        "BEGIN CERTIFICATE",
+        "caBundle:",
+        "kind: Secret",
+    ] {
         assert!(
             !committed.contains(marker),
             "{DEPLOY_MANIFEST} contains {marker:?}: certificate material must not be committed"
