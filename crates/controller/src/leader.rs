@@ -3,7 +3,10 @@
 
 use crate::Error;
 use crate::cli::Cli;
-use kube::Client;
+use futures::{StreamExt, future};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -65,26 +68,79 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
     let namespace = cli.lease_namespace(std::env::var("POD_NAMESPACE").ok());
     let identity = identity();
     let duration = cli.lease_duration.max(2);
-    let manager = LeaseManagerBuilder::new(client.clone(), &cli.lease_name)
-        .with_namespace(&namespace)
-        .with_identity(&identity)
-        .with_duration(duration)
-        .with_grace((duration / 3).max(1))
-        .build()
-        .await
-        .map_err(Error::Lease)?;
-    let (mut state, task) = manager.watch().await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
     tracing::info!(lease = %cli.lease_name, %namespace, %identity, "waiting for the leader lease");
+    loop {
+        let manager = LeaseManagerBuilder::new(client.clone(), &cli.lease_name)
+            .with_namespace(&namespace)
+            .with_identity(&identity)
+            .with_duration(duration)
+            .with_grace((duration / 3).max(1))
+            .build()
+            .await
+            .map_err(Error::Lease)?;
+        let (mut state, task) = manager.watch().await;
+        tokio::select! {
+            biased;
+            held = held(&mut state) => {
+                held?;
+                tracing::info!(%identity, "acquired the leader lease");
+                return Ok(Leadership {
+                    state: Some(state),
+                    task: Some(task),
+                });
+            }
+            // kube-lease-manager's standby sleeps until the holder's term would end; a leader
+            // that released the lease on shutdown would leave it idle that long. Start over
+            // instead: a new manager takes a free lease at once. (Same identity, so a lock the
+            // aborted task may have just taken is recognised as ours.)
+            () = released(&leases, &cli.lease_name, &identity) => {
+                task.abort();
+                tracing::info!("the leader lease was released; taking it");
+            }
+        }
+    }
+}
+
+/// Completes once the lease is ours.
+async fn held(state: &mut watch::Receiver<bool>) -> Result<(), Error> {
     while !*state.borrow_and_update() {
         if state.changed().await.is_err() {
             return Err(Error::LeadershipLost);
         }
     }
-    tracing::info!(%identity, "acquired the leader lease");
-    Ok(Leadership {
-        state: Some(state),
-        task: Some(task),
-    })
+    Ok(())
+}
+
+/// Completes when the lease, after being seen held by another replica, is seen with no holder.
+/// A lease that is free from the start is the manager's to take; this does not interfere.
+async fn released(leases: &Api<Lease>, name: &str, identity: &str) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let events = watcher(leases.clone(), config)
+        .default_backoff()
+        .applied_objects();
+    futures::pin_mut!(events);
+    let mut held_by_another = false;
+    while let Some(event) = events.next().await {
+        let lease = match event {
+            Ok(lease) => lease,
+            Err(e) => {
+                tracing::debug!(error = %e, "watching the leader lease; retrying with backoff");
+                continue;
+            }
+        };
+        match lease
+            .spec
+            .and_then(|s| s.holder_identity)
+            .filter(|h| !h.is_empty())
+        {
+            Some(holder) => held_by_another = holder != identity,
+            None if held_by_another => return,
+            None => {}
+        }
+    }
+    // The watch never ends on its own; if it did, the manager's own timing still applies.
+    future::pending::<()>().await;
 }
 
 /// Unique per process: the pod name in a cluster, plus the pid so two local runs differ.

@@ -67,6 +67,10 @@ pub async fn run(
     pods.wait_until_ready()
         .await
         .map_err(|_| Error::IncompleteObject("pod cache"))?;
+    // Ready from here on, leader or warm standby (as controller-runtime managers are): a standby
+    // that stayed unready would hold a rolling update forever and show every Deployment with
+    // more than one replica as unavailable.
+    ready.store(true, Ordering::SeqCst);
     let pod_events = futures::stream::unfold(touched_rx, |mut rx| async move {
         rx.recv()
             .await
@@ -79,7 +83,6 @@ pub async fn run(
         None
     };
     metrics.leader.set(1);
-    ready.store(true, Ordering::SeqCst);
 
     let (redis_store, redis_writer) = reflector::store::<Redis>();
     let redis_watch = watcher(redis_api, watcher::Config::default())
@@ -195,7 +198,7 @@ async fn serve_operations(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Error::Bind(addr, e))?;
-    let not_ready = "not ready: caches syncing or waiting for the leader lease";
+    let not_ready = "not ready: the pod cache is syncing";
     let router = ops::operations_router(ready, not_ready, move || metrics.render());
     Ok(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {

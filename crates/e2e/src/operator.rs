@@ -639,7 +639,29 @@ impl Controller {
         Ok(Controller { process, ops_port })
     }
 
-    /// Waits until /readyz answers 200 (caches synced; the lease held, with --leader-elect).
+    /// Waits until it leads: `redis_controller_leader` is 1 (with --leader-elect, the Lease is
+    /// held; /readyz alone does not say so, since standbys are ready too).
+    pub async fn wait_leading(&mut self, timeout: Duration) -> Result<(), Error> {
+        let result = wait_for(
+            &format!("{} to lead", self.process.name),
+            timeout,
+            || async {
+                match self.metric("redis_controller_leader").await {
+                    Ok(1.0) => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await;
+        result.map_err(|e| {
+            process_error(
+                format!("{e}"),
+                format!("log tail:\n{}", self.process.log_tail()),
+            )
+        })
+    }
+
+    /// Waits until /readyz answers 200 (the pod cache is synced; leading or standing by).
     pub async fn wait_ready(&mut self, timeout: Duration) -> Result<(), Error> {
         let port = self.ops_port;
         let result = wait_for(
