@@ -5,7 +5,7 @@ use crate::Error;
 use crate::metrics::{Metrics, ReasonLabels};
 use crate::plan::{self, Action, DeleteReason, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
-use crate::status::desired_status;
+use crate::status::{PodFailure, desired_status, with_failure};
 use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
@@ -160,6 +160,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let mut retry_soon = false;
     let mut changed = false;
     let mut first_error = None;
+    let mut failure = None;
     for action in &actions {
         let outcome = match action {
             Action::Create { ordinal } => {
@@ -174,8 +175,12 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             Ok(Done::CacheBehind) => retry_soon = true,
             // The namespace is being deleted, and this Redis with it: nothing to build.
             Ok(Done::NamespaceTerminating) => return Ok(Requeue::await_change()),
-            Err(e) => {
-                first_error.get_or_insert(e);
+            Err(Refused {
+                failure: refused,
+                error,
+            }) => {
+                failure.get_or_insert(refused);
+                first_error.get_or_insert(error);
             }
         }
     }
@@ -186,14 +191,17 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     }
 
     let stored = redis.status.as_ref();
-    let status = desired_status(
-        name,
-        redis.metadata.generation,
-        replicas,
-        &hash,
-        &views,
-        stored,
-        now(),
+    let status = with_failure(
+        desired_status(
+            name,
+            redis.metadata.generation,
+            replicas,
+            &hash,
+            &views,
+            stored,
+            now(),
+        ),
+        failure.as_ref(),
     );
     if stored != Some(&status) {
         write_status(redis, ctx, namespace, name, &status).await?;
@@ -238,6 +246,26 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     }
 }
 
+/// A pod write that failed: what the status says about it, and the error to back off on.
+struct Refused {
+    failure: PodFailure,
+    error: Error,
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Self {
+        refused.error
+    }
+}
+
+/// What the API server said, without the debug dump kube's error adds around it.
+fn refusal(doing: &str, pod_name: &str, e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("Error {doing} pod {pod_name}: {}", status.message),
+        e => format!("Error {doing} pod {pod_name}: {e}"),
+    }
+}
+
 enum Done {
     Yes,
     /// The namespace is terminating: the API refuses new content, and will delete the Redis.
@@ -254,9 +282,17 @@ async fn create_pod(
     ordinal: u32,
     spec: &PodSpec,
     hash: &str,
-) -> Result<Done, Error> {
-    let pod =
-        desired_pod(redis, ordinal, spec, hash).ok_or(Error::IncompleteObject("name or uid"))?;
+) -> Result<Done, Refused> {
+    let Some(pod) = desired_pod(redis, ordinal, spec, hash) else {
+        let error = Error::IncompleteObject("name or uid");
+        return Err(Refused {
+            failure: PodFailure {
+                reason: "FailedCreate",
+                message: error.to_string(),
+            },
+            error,
+        });
+    };
     let pod_name = pod.name_any();
     let params = PostParams {
         field_manager: Some(MANAGER.to_owned()),
@@ -288,7 +324,7 @@ async fn create_pod(
             Ok(Done::NamespaceTerminating)
         }
         Err(e) => {
-            let note = format!("Error creating pod {pod_name}: {e}");
+            let note = refusal("creating", &pod_name, &e);
             publish(
                 ctx,
                 reference,
@@ -296,10 +332,16 @@ async fn create_pod(
                 EventType::Warning,
                 "FailedCreate",
                 "Create",
-                note,
+                note.clone(),
             )
             .await;
-            Err(Error::Kube(e))
+            Err(Refused {
+                failure: PodFailure {
+                    reason: "FailedCreate",
+                    message: note,
+                },
+                error: Error::Kube(e),
+            })
         }
     }
 }
@@ -310,7 +352,7 @@ async fn delete_pod(
     reference: &ObjectReference,
     pod_name: &str,
     why: &str,
-) -> Result<Done, Error> {
+) -> Result<Done, Refused> {
     match pods.delete(pod_name, &DeleteParams::default()).await {
         Ok(_) => {
             ctx.metrics.pods_deleted.inc();
@@ -331,7 +373,7 @@ async fn delete_pod(
         // Already gone: what we wanted.
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Done::Yes),
         Err(e) => {
-            let note = format!("Error deleting pod {pod_name}: {e}");
+            let note = refusal("deleting", pod_name, &e);
             publish(
                 ctx,
                 reference,
@@ -339,10 +381,16 @@ async fn delete_pod(
                 EventType::Warning,
                 "FailedDelete",
                 "Delete",
-                note,
+                note.clone(),
             )
             .await;
-            Err(Error::Kube(e))
+            Err(Refused {
+                failure: PodFailure {
+                    reason: "FailedDelete",
+                    message: note,
+                },
+                error: Error::Kube(e),
+            })
         }
     }
 }

@@ -76,6 +76,30 @@ pub fn desired_status(
     }
 }
 
+/// A pod write the API server refused in this pass: its Event reason and what it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodFailure {
+    /// `FailedCreate` or `FailedDelete`, as the Event.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The status with a refused pod write said in the `Ready` condition, as a ReplicaSet says it in
+/// `ReplicaFailure`: `kubectl describe` and `kubectl wait` users see why it is not converging
+/// (say, a ResourceQuota), not only that it is not. A converged status is left as it is.
+pub fn with_failure(mut status: RedisStatus, failure: Option<&PodFailure>) -> RedisStatus {
+    if let Some(failure) = failure
+        && let Some(ready) = status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == READY && c.status != "True")
+    {
+        ready.reason = failure.reason.to_owned();
+        ready.message = failure.message.clone();
+    }
+    status
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +149,25 @@ mod tests {
             ("True", "AllReplicasReady")
         );
         assert_eq!(c.observed_generation, Some(4));
+    }
+
+    #[test]
+    fn a_refused_pod_write_is_the_reason_until_converged() {
+        let failure = PodFailure {
+            reason: "FailedCreate",
+            message: "creating pod r-1: exceeded quota".into(),
+        };
+        let scaling = desired_status("r", Some(1), 2, "h", &[pod(0, true)], None, at(10));
+        let failed = with_failure(scaling.clone(), Some(&failure));
+        let c = ready_condition(&failed);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            ("False", "FailedCreate", "creating pod r-1: exceeded quota")
+        );
+        assert_eq!(failed.replicas, scaling.replicas);
+        assert_eq!(with_failure(scaling.clone(), None), scaling);
+        let converged = desired_status("r", Some(1), 1, "h", &[pod(0, true)], None, at(10));
+        assert_eq!(with_failure(converged.clone(), Some(&failure)), converged);
     }
 
     #[test]

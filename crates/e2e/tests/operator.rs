@@ -8,7 +8,7 @@ use std::time::Duration;
 use api::{Redis, RedisSpec};
 use e2e::operator::{Controller, Operator, run_kubectl};
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -427,6 +427,93 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
     )
     .await?;
     assert_eq!(scaled.spec.replicas, Some(3));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_refused_pod_create_is_reported_and_retried_until_it_succeeds() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("quota").await?;
+    // A quota of no pods: the API server refuses every create, as a real quota would refuse
+    // the pod that exceeds it.
+    let quotas: Api<ResourceQuota> = ns.api();
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}}
+    }))
+    .map_err(|e| Error::Process {
+        what: "building the ResourceQuota".into(),
+        reason: e.to_string(),
+    })?;
+    quotas
+        .create(&PostParams::default(), &quota)
+        .await
+        .context("creating the quota")?;
+    // Admission counts against the quota once the quota controller has filled its status.
+    wait_for("the quota to be in force", CONVERGE, || async {
+        let q = quotas.get("no-pods").await.map_err(seen)?;
+        match q.status.and_then(|s| s.hard) {
+            Some(hard) if hard.contains_key("pods") => Ok(()),
+            other => Err(format!("status.hard {other:?}")),
+        }
+    })
+    .await?;
+
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &tutorial_sample())
+        .await
+        .context("creating my-op-redis")?;
+    // The user sees why: a Warning Event, and the Ready condition's reason and message.
+    wait_for(
+        "FailedCreate, in an Event and in status",
+        CONVERGE,
+        || async {
+            let events = events_about(&ns, "my-op-redis")
+                .await
+                .map_err(|e| e.to_string())?;
+            let warned = events.iter().any(|e| {
+                e.reason.as_deref() == Some("FailedCreate")
+                    && e.type_.as_deref() == Some("Warning")
+                    && note(e).contains("exceeded quota")
+            });
+            let current = redis.get("my-op-redis").await.map_err(seen)?;
+            let ready = current
+                .status
+                .unwrap_or_default()
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "Ready");
+            match ready {
+                Some(c)
+                    if warned
+                        && c.status == "False"
+                        && c.reason == "FailedCreate"
+                        && c.message.contains("exceeded quota") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("warned: {warned}, Ready: {other:?}")),
+            }
+        },
+    )
+    .await?;
+    let pods: Api<Pod> = ns.api();
+    assert_eq!(
+        pod_names(&pods, "my-op-redis")
+            .await
+            .map_err(|reason| Error::Process {
+                what: "listing pods".into(),
+                reason,
+            })?,
+        Vec::<String>::new()
+    );
+
+    // Lift the quota: the retries (with backoff) create the pods, and the status recovers.
+    quotas
+        .delete("no-pods", &DeleteParams::default())
+        .await
+        .context("deleting the quota")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
     Ok(())
 }
 
