@@ -3,6 +3,7 @@
 //! - [`plan`]: desired replicas + spec hash + the real pods → creates and deletes (pure).
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
 //! - [`status`]: the status the pods amount to (pure).
+//! - [`terminating`]: namespaces being deleted, learnt from the API server's refusals.
 //! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
 //! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
@@ -15,5 +16,6 @@ pub mod pod;
 pub mod reconcile;
 pub mod run;
 pub mod status;
+pub mod terminating;
 
 pub use error::Error;

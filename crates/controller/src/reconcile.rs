@@ -6,6 +6,7 @@ use crate::metrics::{Metrics, ReasonLabels};
 use crate::plan::{self, Action, DeleteReason, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
 use crate::status::{PodFailure, desired_status, with_failure};
+use crate::terminating::TerminatingNamespaces;
 use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
@@ -18,7 +19,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Field manager of every write the controller makes.
 pub const MANAGER: &str = "redis-operator";
@@ -38,6 +39,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per Redis, for exponential backoff.
     failures: Mutex<HashMap<ObjectRef<Redis>, u32>>,
+    terminating: Mutex<TerminatingNamespaces>,
 }
 
 impl Context {
@@ -53,7 +55,14 @@ impl Context {
             recorder,
             metrics,
             failures: Mutex::default(),
+            terminating: Mutex::default(),
         }
+    }
+
+    fn terminating(&self) -> std::sync::MutexGuard<'_, TerminatingNamespaces> {
+        self.terminating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Redis>, u32>> {
@@ -145,6 +154,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .namespace
         .as_deref()
         .ok_or(Error::IncompleteObject("namespace"))?;
+    // The namespace is being deleted, and this Redis with it: nothing to build or report.
+    if let Some(left) = ctx.terminating().remaining(namespace, Instant::now()) {
+        return Ok(Requeue::requeue(left));
+    }
     let spec = pod_spec(&redis.spec);
     let hash = spec_hash(&spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
@@ -174,7 +187,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             Ok(Done::Yes) => changed = true,
             Ok(Done::CacheBehind) => retry_soon = true,
             // The namespace is being deleted, and this Redis with it: nothing to build.
-            Ok(Done::NamespaceTerminating) => return Ok(Requeue::await_change()),
+            Ok(Done::NamespaceTerminating) => {
+                ctx.terminating().mark(namespace, Instant::now());
+                return Ok(Requeue::await_change());
+            }
             Err(Refused {
                 failure: refused,
                 error,
