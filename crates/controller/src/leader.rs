@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 
 type RenewalTask = JoinHandle<Result<LeaseManager, kube_lease_manager::LeaseManagerError>>;
 
+/// How long an awake lease manager may take to lock a free lease before it is restarted.
+const TAKE_FREE_LEASE_WITHIN: Duration = Duration::from_secs(1);
 /// How long a clean shutdown waits for the lease to be given up.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -94,9 +96,9 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
             // that released the lease on shutdown would leave it idle that long. Start over
             // instead: a new manager takes a free lease at once. (Same identity, so a lock the
             // aborted task may have just taken is recognised as ours.)
-            () = released(&leases, &cli.lease_name, &identity) => {
+            () = released(&leases, &cli.lease_name) => {
                 task.abort();
-                tracing::info!("the leader lease was released; taking it");
+                tracing::info!("the leader lease is free; trying for it again now");
             }
         }
     }
@@ -112,35 +114,39 @@ async fn held(state: &mut watch::Receiver<bool>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Completes when the lease, after being seen held by another replica, is seen with no holder.
-/// A lease that is free from the start is the manager's to take; this does not interfere.
-async fn released(leases: &Api<Lease>, name: &str, identity: &str) {
+/// Completes when the lease has been seen free and this replica's manager has not taken it
+/// within a moment: the manager had gone to sleep for the holder's term and needs a restart.
+async fn released(leases: &Api<Lease>, name: &str) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let events = watcher(leases.clone(), config)
         .default_backoff()
         .applied_objects();
     futures::pin_mut!(events);
-    let mut held_by_another = false;
     while let Some(event) = events.next().await {
-        let lease = match event {
-            Ok(lease) => lease,
-            Err(e) => {
-                tracing::debug!(error = %e, "watching the leader lease; retrying with backoff");
-                continue;
+        match event {
+            Ok(lease) if is_free(&lease) => {
+                // A manager that is awake takes a free lease within a round trip, and then the
+                // caller's `held` wins the race; only a sleeping one is left with a free lease.
+                tokio::time::sleep(TAKE_FREE_LEASE_WITHIN).await;
+                return;
             }
-        };
-        match lease
-            .spec
-            .and_then(|s| s.holder_identity)
-            .filter(|h| !h.is_empty())
-        {
-            Some(holder) => held_by_another = holder != identity,
-            None if held_by_another => return,
-            None => {}
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "watching the leader lease; retrying with backoff")
+            }
         }
     }
     // The watch never ends on its own; if it did, the manager's own timing still applies.
     future::pending::<()>().await;
+}
+
+/// Released (no holder), as kube-lease-manager leaves a lease it gives up.
+fn is_free(lease: &Lease) -> bool {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .is_none_or(str::is_empty)
 }
 
 /// Unique per process: the pod name in a cluster, plus the pid so two local runs differ.
