@@ -11,7 +11,8 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Json, Response};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -278,7 +279,12 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
                 } else {
                     tracing::debug!(endpoint = endpoint.as_str(), operation, subject = %answer.subject(), result, "answered");
                 }
-                (Json(&answer.review).into_response(), operation, result)
+                let response = match answer.to_json() {
+                    Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
+                    // Unreachable in practice (plain strings and numbers always serialize).
+                    Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+                };
+                (response, operation, result)
             }
             Err(bad) => {
                 tracing::warn!(endpoint = endpoint.as_str(), error = %bad, "bad admission request");

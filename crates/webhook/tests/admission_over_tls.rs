@@ -7,19 +7,15 @@ use hyper::StatusCode;
 use json_patch::Patch;
 use serde_json::{Value, json};
 
-/// Applies the response's patch the way kube-apiserver reads it: `patch` is a Go `[]byte`, which
-/// decodes from a base64 string or from an array of byte values (what kube-rs sends).
+/// Applies the response's patch the way kube-apiserver reads it: `patch` is a Go `[]byte`, a
+/// base64 string in JSON (what the API documents, and what redis-webhook sends).
 fn apply(response: &Value, mut object: Value) -> Value {
     use base64::Engine;
     let bytes: Vec<u8> = match &response["patch"] {
         Value::String(encoded) => base64::engine::general_purpose::STANDARD
             .decode(encoded)
             .expect("base64"),
-        Value::Array(items) => items
-            .iter()
-            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).expect("byte"))
-            .collect(),
-        other => panic!("patch is neither base64 nor bytes: {other}"),
+        other => panic!("patch is not a base64 string: {other}"),
     };
     let patch: Patch = serde_json::from_slice(&bytes).expect("patch decodes");
     json_patch::patch(&mut object, &patch).expect("patch applies");
