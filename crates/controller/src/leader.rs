@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 type RenewalTask = JoinHandle<Result<LeaseManager, kube_lease_manager::LeaseManagerError>>;
 
-/// How long an awake lease manager may take to lock a free lease before it is restarted.
+/// How long an awake lease manager may first take to lock a free lease before it is restarted.
 const TAKE_FREE_LEASE_WITHIN: Duration = Duration::from_secs(1);
 /// How long a clean shutdown waits for the lease to be given up.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,6 +72,8 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
     let duration = cli.lease_duration.max(2);
     let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
     tracing::info!(lease = %cli.lease_name, %namespace, %identity, "waiting for the leader lease");
+    // Doubled after each restart, so a manager slowed by a slow API server still gets its turn.
+    let mut grace = TAKE_FREE_LEASE_WITHIN;
     loop {
         let manager = LeaseManagerBuilder::new(client.clone(), &cli.lease_name)
             .with_namespace(&namespace)
@@ -96,8 +98,9 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
             // that released the lease on shutdown would leave it idle that long. Start over
             // instead: a new manager takes a free lease at once. (Same identity, so a lock the
             // aborted task may have just taken is recognised as ours.)
-            () = released(&leases, &cli.lease_name) => {
+            () = released(&leases, &cli.lease_name, grace) => {
                 task.abort();
+                grace = grace.saturating_mul(2).min(Duration::from_secs(duration));
                 tracing::info!("the leader lease is free; trying for it again now");
             }
         }
@@ -116,7 +119,7 @@ async fn held(state: &mut watch::Receiver<bool>) -> Result<(), Error> {
 
 /// Completes when the lease has been seen free and this replica's manager has not taken it
 /// within a moment: the manager had gone to sleep for the holder's term and needs a restart.
-async fn released(leases: &Api<Lease>, name: &str) {
+async fn released(leases: &Api<Lease>, name: &str, grace: Duration) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let events = watcher(leases.clone(), config)
         .default_backoff()
@@ -127,7 +130,7 @@ async fn released(leases: &Api<Lease>, name: &str) {
             Ok(lease) if is_free(&lease) => {
                 // A manager that is awake takes a free lease within a round trip, and then the
                 // caller's `held` wins the race; only a sleeping one is left with a free lease.
-                tokio::time::sleep(TAKE_FREE_LEASE_WITHIN).await;
+                tokio::time::sleep(grace).await;
                 return;
             }
             Ok(_) => {}
