@@ -154,38 +154,43 @@ pub fn answer(endpoint: Endpoint, policy: &Policy, body: &[u8]) -> Result<Answer
 }
 
 fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
-    let (response, outcome) = if !is_redis(&review.kind) {
-        let k = &review.kind;
+    let Review {
+        response,
+        kind,
+        operation,
+        name,
+        namespace,
+        object,
+        old_object,
+    } = review;
+    let (response, outcome) = if !is_redis(&kind) {
         let warning = format!(
             "redis-webhook only judges {}/Redis; it was sent {}/{} {}: check the webhook configuration's rules",
             api::GROUP,
-            k.group,
-            k.version,
-            k.kind
+            kind.group,
+            kind.version,
+            kind.kind
         );
-        (
-            with_warnings(review.response.clone(), vec![warning]),
-            Outcome::Skipped,
-        )
+        (with_warnings(response, vec![warning]), Outcome::Skipped)
     } else {
         match endpoint {
-            Endpoint::Mutate => mutate(&review),
-            Endpoint::Validate => validate(policy, &review),
+            Endpoint::Mutate => mutate(response, &operation, &object),
+            Endpoint::Validate => validate(policy, response, &operation, &name, object, old_object),
         }
     };
     Answer {
         review: response.into_review(),
-        operation: review.operation,
+        operation,
         outcome,
-        namespace: review.namespace,
-        name: review.name,
+        namespace,
+        name,
     }
 }
 
 /// The object under review as the rules read it: its metadata and its spec, decoded straight
 /// from the body. (kube's `DynamicObject`, like `AdmissionReview` itself, flattens fields, so
 /// serde first buffers the input into an intermediate tree; that was half a review's cost.)
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct ReviewedRedis {
     metadata: ObjectMeta,
     /// `None` when absent or null: every field takes its default.
@@ -291,30 +296,20 @@ struct Review {
 /// An object of the review read as a Redis, or why it could not be.
 type Reading = Result<ReviewedRedis, ObjectError>;
 
-impl From<AdmissionRequest<ReviewedRedis>> for Review {
-    fn from(request: AdmissionRequest<ReviewedRedis>) -> Self {
+impl Review {
+    /// The review of `request`, its objects read by `reading`.
+    fn new<T: Resource>(
+        request: AdmissionRequest<T>,
+        reading: impl Fn(Option<T>) -> Reading,
+    ) -> Self {
         Review {
             response: AdmissionResponse::from(&request),
             kind: request.kind,
             operation: request.operation,
             name: request.name,
             namespace: request.namespace,
-            object: request.object.ok_or(ObjectError::Missing),
-            old_object: request.old_object.ok_or(ObjectError::Missing),
-        }
-    }
-}
-
-impl From<AdmissionRequest<DynamicObject>> for Review {
-    fn from(request: AdmissionRequest<DynamicObject>) -> Self {
-        Review {
-            response: AdmissionResponse::from(&request),
-            kind: request.kind,
-            operation: request.operation,
-            name: request.name,
-            namespace: request.namespace,
-            object: reviewed(request.object),
-            old_object: reviewed(request.old_object),
+            object: reading(request.object),
+            old_object: reading(request.old_object),
         }
     }
 }
@@ -330,9 +325,11 @@ fn read(body: &[u8]) -> Result<Review, BadReview> {
     {
         // What kube's own conversion from a review does: the answer carries the review's type.
         request.types = TypeMeta { api_version, kind };
-        return Ok(request.into());
+        return Ok(Review::new(request, |object| {
+            object.ok_or(ObjectError::Missing)
+        }));
     }
-    diagnose(body).map(Review::from)
+    diagnose(body).map(|request| Review::new(request, reviewed))
 }
 
 /// The loose reading, for bodies the typed pass refused: an object that is not a valid Redis
@@ -375,12 +372,15 @@ fn is_redis(kind: &GroupVersionKind) -> bool {
 }
 
 /// `/mutate`: a JSONPatch adding only the missing defaults; no patch when nothing is missing.
-fn mutate(review: &Review) -> (AdmissionResponse, Outcome) {
-    let response = review.response.clone();
-    let (Operation::Create | Operation::Update) = review.operation else {
+fn mutate(
+    response: AdmissionResponse,
+    operation: &Operation,
+    object: &Reading,
+) -> (AdmissionResponse, Outcome) {
+    let (Operation::Create | Operation::Update) = operation else {
         return (response, Outcome::Skipped);
     };
-    let object = match &review.object {
+    let object = match object {
         Ok(object) => object,
         Err(ObjectError::Missing) => return (response, Outcome::Skipped),
         // The schema check that follows mutation will report the bad field precisely; a denial
@@ -437,20 +437,26 @@ fn add(path: &[&str], value: Value) -> PatchOperation {
 }
 
 /// `/validate`: the api crate's rules for the operation.
-fn validate(policy: &Policy, review: &Review) -> (AdmissionResponse, Outcome) {
-    let response = review.response.clone();
-    let redis = |reading: &Reading| reading.clone().map(ReviewedRedis::into_redis);
-    let verdict = match review.operation {
-        Operation::Create => match redis(&review.object) {
+fn validate(
+    policy: &Policy,
+    response: AdmissionResponse,
+    operation: &Operation,
+    name: &str,
+    object: Reading,
+    old_object: Reading,
+) -> (AdmissionResponse, Outcome) {
+    let redis = |reading: Reading| reading.map(ReviewedRedis::into_redis);
+    let verdict = match operation {
+        Operation::Create => match redis(object) {
             Ok(new) => policy.validate_create(&new),
             Err(e) => return undecodable(response, "object", e),
         },
-        Operation::Update => match (redis(&review.object), redis(&review.old_object)) {
+        Operation::Update => match (redis(object), redis(old_object)) {
             (Ok(new), Ok(old)) => policy.validate_update(&new, &old),
             (Err(e), _) => return undecodable(response, "object", e),
             (_, Err(e)) => return undecodable(response, "oldObject", e),
         },
-        Operation::Delete => match redis(&review.old_object) {
+        Operation::Delete => match redis(old_object) {
             Ok(old) => policy.validate_delete(&old),
             // Nothing to protect can be read; refusing would make the object undeletable.
             Err(e) => {
@@ -461,10 +467,10 @@ fn validate(policy: &Policy, review: &Review) -> (AdmissionResponse, Outcome) {
         },
         Operation::Connect => return (response, Outcome::Skipped),
     };
-    decide(response, verdict, review)
+    decide(response, verdict, operation, name)
 }
 
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 enum ObjectError {
     #[error("missing")]
     Missing,
@@ -504,18 +510,19 @@ fn undecodable(
 fn decide(
     response: AdmissionResponse,
     verdict: Verdict,
-    review: &Review,
+    operation: &Operation,
+    name: &str,
 ) -> (AdmissionResponse, Outcome) {
     let response = with_warnings(response, verdict.warnings.clone());
     if verdict.allowed() {
         return (response, Outcome::Allowed);
     }
     let mut denied = response.deny(verdict.message());
-    let forbidden = review.operation == Operation::Delete;
+    let forbidden = *operation == Operation::Delete;
     denied.result.code = if forbidden { 403 } else { 422 };
     denied.result.reason = if forbidden { "Forbidden" } else { "Invalid" }.to_owned();
     denied.result.details = Some(StatusDetails {
-        name: review.name.clone(),
+        name: name.to_owned(),
         group: api::GROUP.to_owned(),
         kind: "Redis".to_owned(),
         causes: verdict
@@ -917,7 +924,7 @@ mod tests {
                 let body = review(op, object, old);
                 for endpoint in [Endpoint::Mutate, Endpoint::Validate] {
                     let typed = answer(endpoint, &Policy::default(), &body);
-                    let loose = diagnose(&body).map(|r| judge(endpoint, &Policy::default(), r.into()));
+                    let loose = diagnose(&body).map(|r| judge(endpoint, &Policy::default(), Review::new(r, reviewed)));
                     match (typed, loose) {
                         (Ok(typed), Ok(loose)) => {
                             prop_assert_eq!(typed.outcome, loose.outcome);
