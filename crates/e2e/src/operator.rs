@@ -642,39 +642,33 @@ impl Controller {
     /// Waits until it leads: `redis_controller_leader` is 1 (with --leader-elect, the Lease is
     /// held; /readyz alone does not say so, since standbys are ready too).
     pub async fn wait_leading(&mut self, timeout: Duration) -> Result<(), Error> {
-        let result = wait_for(
-            &format!("{} to lead", self.process.name),
-            timeout,
-            || async {
-                match self.metric("redis_controller_leader").await {
-                    Ok(1.0) => Ok(()),
-                    other => Err(format!("{other:?}")),
-                }
-            },
-        )
-        .await;
-        result.map_err(|e| {
-            process_error(
-                format!("{e}"),
-                format!("log tail:\n{}", self.process.log_tail()),
-            )
+        let what = format!("{} to lead", self.process.name);
+        let result = wait_for(&what, timeout, || async {
+            match self.metric("redis_controller_leader").await {
+                Ok(1.0) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
         })
+        .await;
+        self.with_log_tail(result)
     }
 
     /// Waits until /readyz answers 200 (the pod cache is synced; leading or standing by).
     pub async fn wait_ready(&mut self, timeout: Duration) -> Result<(), Error> {
         let port = self.ops_port;
-        let result = wait_for(
-            &format!("{} /readyz", self.process.name),
-            timeout,
-            || async {
-                match http_get(port, "/readyz").await {
-                    Ok((200, _)) => Ok(()),
-                    other => Err(format!("{other:?}")),
-                }
-            },
-        )
+        let what = format!("{} /readyz", self.process.name);
+        let result = wait_for(&what, timeout, || async {
+            match http_get(port, "/readyz").await {
+                Ok((200, _)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
         .await;
+        self.with_log_tail(result)
+    }
+
+    /// A failed wait, with the end of the controller's log.
+    fn with_log_tail<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
         result.map_err(|e| {
             process_error(
                 format!("{e}"),

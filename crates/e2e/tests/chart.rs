@@ -16,12 +16,12 @@ use std::time::Duration;
 use e2e::operator::{kubectl, workspace_binary};
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, repo_root, seen, wait_for};
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Api;
 use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -706,48 +706,69 @@ impl CertManager {
         // Inject: the CA goes where the annotation asks for this Certificate's.
         let wanted = format!("{}/{name}", ns.name());
         let client = cluster.client();
-        let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone());
-        let mut config = mutating
-            .get(name)
-            .await
-            .context("reading the MutatingWebhookConfiguration")?;
-        assert_eq!(
-            config
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(INJECT_CA_FROM)),
-            Some(&wanted)
-        );
-        for webhook in config.webhooks.iter_mut().flatten() {
-            webhook.client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.clone()));
-        }
-        mutating
-            .replace(name, &Default::default(), &config)
-            .await
-            .context("injecting the CA into the MutatingWebhookConfiguration")?;
-        let validating = Api::<ValidatingWebhookConfiguration>::all(client);
-        let mut config = validating
-            .get(name)
-            .await
-            .context("reading the ValidatingWebhookConfiguration")?;
-        assert_eq!(
-            config
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(INJECT_CA_FROM)),
-            Some(&wanted)
-        );
-        for webhook in config.webhooks.iter_mut().flatten() {
-            webhook.client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.clone()));
-        }
-        validating
-            .replace(name, &Default::default(), &config)
-            .await
-            .context("injecting the CA into the ValidatingWebhookConfiguration")?;
-        Ok(())
+        inject_ca(
+            &Api::<MutatingWebhookConfiguration>::all(client.clone()),
+            name,
+            &wanted,
+            &ca,
+            |config| {
+                config
+                    .webhooks
+                    .iter_mut()
+                    .flatten()
+                    .map(|w| &mut w.client_config)
+                    .collect()
+            },
+        )
+        .await?;
+        inject_ca(
+            &Api::<ValidatingWebhookConfiguration>::all(client),
+            name,
+            &wanted,
+            &ca,
+            |config| {
+                config
+                    .webhooks
+                    .iter_mut()
+                    .flatten()
+                    .map(|w| &mut w.client_config)
+                    .collect()
+            },
+        )
+        .await
     }
+}
+
+/// cainjector's job on one webhook configuration: check that it asks for the CA of `wanted`
+/// (namespace/Certificate), then set that CA as every webhook's caBundle.
+async fn inject_ca<K>(
+    api: &Api<K>,
+    name: &str,
+    wanted: &str,
+    ca: &[u8],
+    client_configs: fn(&mut K) -> Vec<&mut WebhookClientConfig>,
+) -> Result<(), Error>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    let kind = K::kind(&()).into_owned();
+    let mut config = api.get(name).await.context(format!("reading the {kind}"))?;
+    assert_eq!(
+        config.annotations().get(INJECT_CA_FROM).map(String::as_str),
+        Some(wanted),
+        "{kind} {name}"
+    );
+    for client_config in client_configs(&mut config) {
+        client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.to_vec()));
+    }
+    api.replace(name, &Default::default(), &config)
+        .await
+        .context(format!("injecting the CA into the {kind}"))?;
+    Ok(())
 }
 
 /// `kubectl auth can-i` as `user`: true for "yes".

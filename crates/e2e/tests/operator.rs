@@ -70,6 +70,19 @@ async fn pod_names(pods: &Api<Pod>, name: &str) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
+/// Waits until no pod of the Redis `name` is left (terminating ones aside).
+async fn wait_no_pods(pods: &Api<Pod>, name: &str, what: &str) -> Result<(), Error> {
+    wait_for(what, CONVERGE, || async {
+        let left = pod_names(pods, name).await?;
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await
+}
+
 /// Waits until exactly `expected` pods exist and are Ready, and the status says so.
 async fn wait_converged(ns: &TestNamespace, name: &str, expected: &[&str]) -> Result<Redis, Error> {
     let pods: Api<Pod> = ns.api();
@@ -574,15 +587,7 @@ async fn deleting_the_redis_removes_its_pods_and_never_hangs_and_gc_works_withou
         .await
         .context("deleting my-op-redis")?;
     e2e::pods::wait_gone(&redis, "my-op-redis", CONVERGE).await?;
-    wait_for("the pods to be gone", CONVERGE, || async {
-        let left = pod_names(&pods, "my-op-redis").await?;
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{left:?}"))
-        }
-    })
-    .await?;
+    wait_no_pods(&pods, "my-op-redis", "the pods to be gone").await?;
 
     // Without the operator, owner references alone still clean up.
     let mut second = tutorial_sample();
@@ -607,17 +612,10 @@ async fn deleting_the_redis_removes_its_pods_and_never_hangs_and_gc_works_withou
         .await
         .context("removing the finalizer by hand")?;
     e2e::pods::wait_gone(&redis, "orphan-check", CONVERGE).await?;
-    wait_for(
+    wait_no_pods(
+        &pods,
+        "orphan-check",
         "the garbage collector to delete the pods",
-        CONVERGE,
-        || async {
-            let left = pod_names(&pods, "orphan-check").await?;
-            if left.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("{left:?}"))
-            }
-        },
     )
     .await?;
     Ok(())
