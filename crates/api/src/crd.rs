@@ -49,6 +49,11 @@ mod tests {
         assert_eq!(props["port"]["minimum"].as_f64(), Some(1234.0));
         assert_eq!(props["port"]["maximum"].as_f64(), Some(54321.0));
         assert_eq!(props["replicas"]["minimum"].as_f64(), Some(0.0));
+        // The hard ceiling the API server keeps even when the webhook is bypassed.
+        assert_eq!(
+            props["replicas"]["maximum"].as_f64(),
+            Some(f64::from(crate::validation::SCHEMA_MAX_REPLICAS))
+        );
         assert_eq!(props["image"]["minLength"], 1);
         let policies = props["imagePullPolicy"]["enum"]
             .as_array()

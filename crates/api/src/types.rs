@@ -64,9 +64,10 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RedisSpec {
-    /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1). Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`.
+    /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1). Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`. At most 10000 (the admission webhook may allow fewer, by default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
+    // The ceiling is api::validation::SCHEMA_MAX_REPLICAS (a test checks they agree).
+    #[schemars(range(min = 0, max = 10000))]
     pub replicas: Option<i32>,
 
     /// Container image that runs redis-server, e.g. "redis:7.2-alpine". Must be a valid image reference. Defaults to "redis:7.2-alpine".

@@ -20,6 +20,12 @@ const GENERATED_SUFFIX_LENGTH: usize = 5;
 /// API server get the same answer.
 pub const SCHEMA_MIN_PORT: i32 = 1234;
 pub const SCHEMA_MAX_PORT: i32 = 54321;
+/// The schema's hard ceiling on `spec.replicas`, enforced by the API server even when the
+/// webhook is bypassed (down with `failurePolicy: Ignore`, or a write it is not sent). It bounds
+/// what the controller can be asked to plan: 100x the webhook's default `--max-replicas`, so
+/// no policy a user would choose is capped by it, yet `kubectl scale --replicas=2147483647`
+/// cannot make the planner build billions of actions.
+pub const SCHEMA_MAX_REPLICAS: i32 = 10_000;
 
 /// The configurable part of the rules (webhook flags `--reserved-names`, `--min-port`,
 /// `--max-replicas`; chart values of the same names).
@@ -49,13 +55,16 @@ pub struct Violation {
     /// Field path as kubectl users write it, e.g. `spec.port`.
     pub field: String,
     pub message: String,
+    /// The effective value the rule judged (default applied), as the update ratchet compares it.
+    pub value: String,
 }
 
 impl Violation {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    fn new(field: impl Into<String>, value: impl ToString, message: impl Into<String>) -> Self {
         Violation {
             field: field.into(),
             message: message.into(),
+            value: value.to_string(),
         }
     }
 }
@@ -98,11 +107,14 @@ impl Policy {
         }
     }
 
-    /// UPDATE: the same rules on the new object, ratcheted: a violation the stored object
-    /// already had, with the same value, is let through with a warning instead. Without this a
-    /// policy tightened after creation (say `--min-port` raised) would refuse every later write
-    /// to existing objects, including the controller's removal of its finalizer, and deletion
-    /// would hang. A changed value is always checked.
+    /// UPDATE: the same rules on the new object, ratcheted: a violation of a field whose
+    /// effective value the stored object already had is let through with a warning instead.
+    /// Without this a policy tightened after creation (say `--min-port` raised) would refuse
+    /// every later write to existing objects, including the controller's removal of its
+    /// finalizer, and deletion would hang. The ratchet compares the field and its effective
+    /// value, never the message: a port stored unset and filled with its default by the
+    /// mutating webhook is the same 6379, though one message says "(the default)".
+    /// A changed value is always checked.
     pub fn validate_update(&self, new: &Redis, old: &Redis) -> Verdict {
         let image = parse_image(new.spec.image());
         let mut verdict = Verdict {
@@ -115,7 +127,10 @@ impl Policy {
         }
         let stored = self.object_violations(old, &parse_image(old.spec.image()));
         for violation in violations {
-            if stored.contains(&violation) {
+            if stored
+                .iter()
+                .any(|s| s.field == violation.field && s.value == violation.value)
+            {
                 verdict.warnings.push(format!(
                     "{violation} (allowed because the stored object already has this value; it will be refused once changed)"
                 ));
@@ -139,6 +154,7 @@ impl Policy {
             let name = old.metadata.name.as_deref().unwrap_or("<name>");
             verdict.violations.push(Violation::new(
                 format!("metadata.annotations[{DELETION_PROTECTION_ANNOTATION}]"),
+                "true",
                 format!(
                     "deletion is refused while this annotation is \"true\" \
                      (remove it first: kubectl annotate redis/{name} {DELETION_PROTECTION_ANNOTATION}-)"
@@ -164,12 +180,14 @@ impl Policy {
                 if self.reserved_names.iter().any(|reserved| reserved == name) {
                     violations.push(Violation::new(
                         "metadata.name",
+                        name,
                         format!("\"{name}\" is a reserved name"),
                     ));
                 }
                 if name.len() > MAX_NAME_LENGTH {
                     violations.push(Violation::new(
                         "metadata.name",
+                        name,
                         format!(
                             "must be no more than {MAX_NAME_LENGTH} characters (it becomes a pod label value), got {}",
                             name.len()
@@ -180,6 +198,7 @@ impl Policy {
             (None, Some(prefix)) if prefix.len() + GENERATED_SUFFIX_LENGTH > MAX_NAME_LENGTH => {
                 violations.push(Violation::new(
                     "metadata.generateName",
+                    prefix,
                     format!(
                         "must be no more than {} characters so the generated name fits in {MAX_NAME_LENGTH}, got {}",
                         MAX_NAME_LENGTH - GENERATED_SUFFIX_LENGTH,
@@ -197,26 +216,10 @@ impl Policy {
         let mut violations = Vec::new();
         let defaulted = |set: bool| if set { "" } else { " (the default)" };
 
-        let replicas = spec.replicas();
-        if replicas < 0 {
-            violations.push(Violation::new(
-                "spec.replicas",
-                format!("must be >= 0, got {replicas}"),
-            ));
-        }
-        if replicas > self.max_replicas {
-            violations.push(Violation::new(
-                "spec.replicas",
-                format!(
-                    "must be <= {}, got {replicas}{}",
-                    self.max_replicas,
-                    defaulted(spec.replicas.is_some())
-                ),
-            ));
-        }
+        violations.extend(self.replicas_violations(spec.replicas(), spec.replicas.is_some()));
 
         if let Err(reason) = image {
-            violations.push(Violation::new("spec.image", reason.clone()));
+            violations.push(Violation::new("spec.image", spec.image(), reason.clone()));
         }
 
         let port = spec.port();
@@ -224,6 +227,7 @@ impl Policy {
         if port < lowest {
             violations.push(Violation::new(
                 "spec.port",
+                port,
                 format!(
                     "must be >= {lowest}, got {port}{}",
                     defaulted(spec.port.is_some())
@@ -233,10 +237,55 @@ impl Policy {
         if port > SCHEMA_MAX_PORT {
             violations.push(Violation::new(
                 "spec.port",
+                port,
                 format!("must be <= {SCHEMA_MAX_PORT}, got {port}"),
             ));
         }
         violations
+    }
+
+    /// The rules on `spec.replicas` (`set`: whether the value was written or is the default).
+    fn replicas_violations(&self, replicas: i32, set: bool) -> Vec<Violation> {
+        let mut violations = Vec::new();
+        let defaulted = if set { "" } else { " (the default)" };
+        if replicas < 0 {
+            violations.push(Violation::new(
+                "spec.replicas",
+                replicas,
+                format!("must be >= 0, got {replicas}"),
+            ));
+        }
+        let highest = self.max_replicas.min(SCHEMA_MAX_REPLICAS);
+        if replicas > highest {
+            violations.push(Violation::new(
+                "spec.replicas",
+                replicas,
+                format!("must be <= {highest}, got {replicas}{defaulted}"),
+            ));
+        }
+        violations
+    }
+
+    /// UPDATE of the `scale` subresource (`kubectl scale`, HorizontalPodAutoscaler): the
+    /// `spec.replicas` rules on the new autoscaling/v1 Scale, ratcheted like
+    /// [`Policy::validate_update`] on the stored Scale's value.
+    pub fn validate_scale(&self, replicas: i32, stored: Option<i32>) -> Verdict {
+        let mut verdict = Verdict::default();
+        for violation in self.replicas_violations(replicas, true) {
+            if stored == Some(replicas) {
+                verdict.warnings.push(format!(
+                    "{violation} (allowed because the stored object already has this value; it will be refused once changed)"
+                ));
+            } else {
+                verdict.violations.push(violation);
+            }
+        }
+        if replicas == 0 {
+            verdict
+                .warnings
+                .push("spec.replicas: 0 runs no Redis pods".to_owned());
+        }
+        verdict
     }
 }
 
@@ -627,6 +676,76 @@ mod tests {
         assert_eq!(
             Policy::default().validate_update(&worse, &old).message(),
             "spec.port: must be >= 6379, got 5000"
+        );
+    }
+
+    #[test]
+    fn update_ratchets_on_the_effective_value_not_the_message() {
+        // Stored without `port` (webhook bypassed), then `--min-port` raised: the mutating
+        // webhook fills the default 6379 on the next UPDATE (the finalizer's removal too).
+        let policy = Policy {
+            min_port: 7000,
+            ..Policy::default()
+        };
+        let old = redis("r", json!({"replicas": 1}));
+        let mut new = redis("r", json!({"replicas": 1, "port": 6379}));
+        new.metadata.finalizers = Some(vec![]);
+        let v = policy.validate_update(&new, &old);
+        assert!(v.allowed(), "{}", v.message());
+        assert!(
+            v.warnings
+                .iter()
+                .any(|w| w.starts_with("spec.port: must be >= 7000, got 6379 (allowed")),
+            "{:?}",
+            v.warnings
+        );
+        // The other way round too: written 6379, now unset.
+        let v = policy.validate_update(&old, &new);
+        assert!(v.allowed(), "{}", v.message());
+        // A different value is still judged.
+        let moved = redis("r", json!({"replicas": 1, "port": 6380}));
+        assert_eq!(
+            policy.validate_update(&moved, &old).message(),
+            "spec.port: must be >= 7000, got 6380"
+        );
+    }
+
+    #[test]
+    fn replicas_above_the_schema_ceiling_are_refused_whatever_the_policy() {
+        let lax = Policy {
+            max_replicas: i32::MAX,
+            ..Policy::default()
+        };
+        assert!(
+            lax.validate_create(&redis("r", json!({"replicas": SCHEMA_MAX_REPLICAS})))
+                .allowed()
+        );
+        assert_eq!(
+            lax.validate_create(&redis("r", json!({"replicas": i32::MAX})))
+                .message(),
+            format!("spec.replicas: must be <= 10000, got {}", i32::MAX)
+        );
+    }
+
+    #[test]
+    fn scale_is_judged_by_the_replicas_rules() {
+        let policy = Policy::default();
+        assert!(policy.validate_scale(100, Some(1)).allowed());
+        let v = policy.validate_scale(2_147_483_647, Some(1));
+        assert_eq!(v.message(), "spec.replicas: must be <= 100, got 2147483647");
+        assert_eq!(fields(&v), vec!["spec.replicas"]);
+        assert_eq!(
+            policy.validate_scale(-1, Some(1)).message(),
+            "spec.replicas: must be >= 0, got -1"
+        );
+        // Ratcheted on the stored value, as an UPDATE of the Redis is.
+        let v = policy.validate_scale(200, Some(200));
+        assert!(v.allowed(), "{}", v.message());
+        assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+        assert!(!policy.validate_scale(200, None).allowed());
+        assert_eq!(
+            policy.validate_scale(0, Some(1)).warnings,
+            vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
         );
     }
 
