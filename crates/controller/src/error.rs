@@ -13,6 +13,9 @@ pub enum Error {
     #[error("waiting for {0} pod(s) to be gone before releasing the Redis")]
     PodsRemaining(usize),
 
+    #[error("pod {0} exists and is not controlled by this Redis; delete or rename it")]
+    PodNameConflict(String),
+
     #[error("the Redis has no {0} yet")]
     IncompleteObject(&'static str),
 
@@ -50,6 +53,7 @@ impl Error {
                 _ => "finalizer",
             },
             Error::PodsRemaining(_) => "pods_remaining",
+            Error::PodNameConflict(_) => "pod_name_conflict",
             Error::IncompleteObject(_) => "incomplete_object",
             _ => "other",
         }

@@ -9,6 +9,9 @@ use k8s_openapi::api::core::v1::Pod;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodView {
     pub name: String,
+    /// Deletes carry it as a precondition, so a delete planned from an old view never hits a
+    /// newer pod of the same name.
+    pub uid: Option<String>,
     /// `Some(i)` if the name is `<redis>-<i>`.
     pub ordinal: Option<u32>,
     pub spec_hash: Option<String>,
@@ -29,6 +32,7 @@ impl PodView {
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
         PodView {
+            uid: pod.metadata.uid.clone(),
             ordinal: api::pods::ordinal(redis_name, &name),
             spec_hash: pod
                 .metadata
@@ -76,8 +80,28 @@ impl DeleteReason {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    Create { ordinal: u32 },
-    Delete { name: String, reason: DeleteReason },
+    Create {
+        ordinal: u32,
+    },
+    Delete {
+        name: String,
+        uid: Option<String>,
+        reason: DeleteReason,
+    },
+}
+
+/// At most this many creates per pass, so the plan stays small whatever `replicas` says (a scale
+/// to 2^31 would otherwise build billions of actions); the pod events of one batch bring the next.
+pub const CREATE_BATCH: usize = 64;
+
+impl PodView {
+    fn delete(&self, reason: DeleteReason) -> Action {
+        Action::Delete {
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            reason,
+        }
+    }
 }
 
 /// The plan for one reconcile, in the order to carry it out.
@@ -91,57 +115,62 @@ pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<Action> 
             Some(_) => None,
         };
         if let Some(reason) = reason {
-            deletes.push((
-                pod.ordinal,
-                Action::Delete {
-                    name: pod.name.clone(),
-                    reason,
-                },
-            ));
+            deletes.push((pod.ordinal, pod.delete(reason)));
         }
     }
     // Highest ordinal first (strays, having none, go last).
     deletes.sort_by_key(|(ordinal, _)| std::cmp::Reverse(*ordinal));
 
     // Every ordinal below replicas with no pod of that name, terminating or not: a terminating pod
-    // still holds its name, so its replacement waits for it to be gone.
-    let creates: Vec<Action> = (0..replicas)
+    // still holds its name, so its replacement waits for it to be gone. Lowest first, and
+    // lazily: only the first CREATE_BATCH missing ordinals are ever looked at.
+    let creates = (0..replicas)
         .filter(|i| !pods.iter().any(|p| p.ordinal == Some(*i)))
-        .map(|ordinal| Action::Create { ordinal })
-        .collect();
+        .take(CREATE_BATCH)
+        .map(|ordinal| Action::Create { ordinal });
 
     let mut actions: Vec<Action> = deletes.into_iter().map(|(_, a)| a).collect();
     actions.extend(creates);
-    if actions.is_empty()
-        && let Some(rolled) = next_rolling_replacement(replicas, desired_hash, pods)
-    {
-        actions.push(rolled);
+    if actions.is_empty() {
+        actions = rolling_replacements(replicas, desired_hash, pods);
     }
     actions
 }
 
-/// One outdated pod to replace, highest ordinal first, and only while every other pod serves the
-/// current spec and is Ready and nothing is terminating: availability never drops below
-/// replicas - 1. An outdated pod that is not Ready (say, a bad image being fixed) still goes.
-fn next_rolling_replacement(replicas: u32, hash: &str, pods: &[PodView]) -> Option<Action> {
-    if pods.iter().any(|p| p.terminating) {
-        return None;
-    }
+/// Outdated pods to replace. Those that are not Ready (a typo image, a crashloop, unschedulable)
+/// serve nothing, so they all go at once, whatever the others do: otherwise fixing a spec that
+/// broke every pod would never roll out. A Ready outdated pod goes one at a time, highest ordinal
+/// first, and only while every other pod is Ready and nothing is terminating: availability never
+/// drops below replicas - 1.
+fn rolling_replacements(replicas: u32, hash: &str, pods: &[PodView]) -> Vec<Action> {
     let in_range = |p: &&PodView| p.ordinal.is_some_and(|i| i < replicas);
-    let candidate = pods
+    let mut outdated: Vec<&PodView> = pods
         .iter()
         .filter(in_range)
-        .filter(|p| p.spec_hash.as_deref() != Some(hash))
-        .max_by_key(|p| p.ordinal)?;
+        .filter(|p| !p.terminating && p.spec_hash.as_deref() != Some(hash))
+        .collect();
+    outdated.sort_by_key(|p| std::cmp::Reverse(p.ordinal));
+    let unready: Vec<Action> = outdated
+        .iter()
+        .filter(|p| !p.ready)
+        .map(|p| p.delete(DeleteReason::Outdated))
+        .collect();
+    if !unready.is_empty() {
+        return unready;
+    }
+    let Some(candidate) = outdated.first() else {
+        return Vec::new();
+    };
     let others_ready = pods
         .iter()
         .filter(in_range)
         .filter(|p| p.name != candidate.name)
         .all(|p| p.ready);
-    others_ready.then(|| Action::Delete {
-        name: candidate.name.clone(),
-        reason: DeleteReason::Outdated,
-    })
+    if others_ready && !pods.iter().any(|p| p.terminating) {
+        vec![candidate.delete(DeleteReason::Outdated)]
+    } else {
+        Vec::new()
+    }
 }
 
 /// Counts for status: pods that exist (not terminating), and of those the Ready ones.
@@ -170,6 +199,7 @@ mod tests {
     fn pod(i: u32) -> PodView {
         PodView {
             name: format!("r-{i}"),
+            uid: Some(format!("uid-{i}")),
             ordinal: Some(i),
             spec_hash: Some(H.into()),
             ready: true,
@@ -195,7 +225,7 @@ mod tests {
         actions
             .iter()
             .filter_map(|a| {
-                if let Action::Delete { name, reason } = a {
+                if let Action::Delete { name, reason, .. } = a {
                     Some((name.as_str(), *reason))
                 } else {
                     None
@@ -353,9 +383,93 @@ mod tests {
         };
         let mut unready = old(0);
         unready.ready = false;
+        assert_eq!(
+            deletes(&plan(3, H, &[unready, old(1), old(2)])),
+            vec![("r-0", DeleteReason::Outdated)],
+            "r-0 is not Ready, so it goes, and r-2 must stay"
+        );
+        let mut fresh_unready = pod(0);
+        fresh_unready.ready = false;
         assert!(
-            plan(3, H, &[unready, old(1), old(2)]).is_empty(),
-            "r-0 is not Ready, so r-2 must stay"
+            plan(3, H, &[fresh_unready, old(1), old(2)]).is_empty(),
+            "r-0 runs the new spec but is not Ready yet: r-2 waits"
+        );
+    }
+
+    #[test]
+    fn unready_outdated_pods_are_replaced_without_waiting_for_the_others() {
+        // Issue item 1: every pod crashloops (or is unschedulable) on a bad spec; the user fixes
+        // the spec. None of them serves, so replacing them costs no availability.
+        let broken = |i| PodView {
+            spec_hash: Some("typo".into()),
+            ready: false,
+            ..pod(i)
+        };
+        assert_eq!(
+            deletes(&plan(3, H, &[broken(0), broken(1), broken(2)])),
+            vec![
+                ("r-2", DeleteReason::Outdated),
+                ("r-1", DeleteReason::Outdated),
+                ("r-0", DeleteReason::Outdated)
+            ]
+        );
+        // Two broken, one old but Ready: the broken ones go first, the Ready one stays.
+        let old2 = PodView {
+            spec_hash: Some("old".into()),
+            ..pod(2)
+        };
+        assert_eq!(
+            deletes(&plan(3, H, &[broken(0), broken(1), old2])),
+            vec![
+                ("r-1", DeleteReason::Outdated),
+                ("r-0", DeleteReason::Outdated)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unready_outdated_pod_goes_even_while_another_terminates() {
+        let mut going = PodView {
+            spec_hash: Some("typo".into()),
+            ready: false,
+            ..pod(2)
+        };
+        going.terminating = true;
+        let broken = PodView {
+            spec_hash: Some("typo".into()),
+            ready: false,
+            ..pod(1)
+        };
+        assert_eq!(
+            deletes(&plan(3, H, &[pod(0), broken, going])),
+            vec![("r-1", DeleteReason::Outdated)]
+        );
+    }
+
+    #[test]
+    fn a_huge_replica_count_plans_a_bounded_batch() {
+        // Issue item 2: `kubectl scale --replicas=2147483647` must not build billions of actions.
+        let actions = plan(1_000_000, H, &[pod(0), pod(2)]);
+        assert!(
+            !actions.is_empty() && actions.len() <= 64,
+            "{}",
+            actions.len()
+        );
+        let first = creates(&actions);
+        assert_eq!(first[..3], [1, 3, 4], "lowest missing ordinals first");
+        assert_eq!(plan(u32::MAX, H, &[]).len(), CREATE_BATCH);
+    }
+
+    #[test]
+    fn deletes_carry_the_uid_they_were_planned_from() {
+        let actions = plan(1, H, &[pod(0), pod(1)]);
+        assert_eq!(
+            actions,
+            vec![Action::Delete {
+                name: "r-1".into(),
+                uid: Some("uid-1".into()),
+                reason: DeleteReason::ScaleDown
+            }]
         );
     }
 
@@ -371,13 +485,14 @@ mod tests {
     #[test]
     fn pod_view_reads_a_real_pod() {
         let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "r-3", "annotations": {SPEC_HASH_ANNOTATION: "abc"},
+            "metadata": {"name": "r-3", "uid": "u3", "annotations": {SPEC_HASH_ANNOTATION: "abc"},
                          "deletionTimestamp": "2026-01-01T00:00:00Z"},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         }))
         .expect("pod");
         let view = PodView::from_pod("r", &pod);
         assert_eq!(view.ordinal, Some(3));
+        assert_eq!(view.uid.as_deref(), Some("u3"));
         assert_eq!(view.spec_hash.as_deref(), Some("abc"));
         assert!(view.ready && view.terminating && !view.finished);
         let failed: Pod = serde_json::from_value(

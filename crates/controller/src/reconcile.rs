@@ -11,7 +11,7 @@ use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -176,11 +176,22 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let mut failure = None;
     for action in &actions {
         let outcome = match action {
+            // After a refusal, the next creates would most likely be refused too (a quota, a
+            // name taken): stop, as a ReplicaSet's slow start does, and retry with backoff.
+            Action::Create { .. } if first_error.is_some() => continue,
             Action::Create { ordinal } => {
                 create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await
             }
-            Action::Delete { name, reason } => {
-                delete_pod(ctx, &pods, &reference, name, reason.describe()).await
+            Action::Delete { name, uid, reason } => {
+                delete_pod(
+                    ctx,
+                    &pods,
+                    &reference,
+                    name,
+                    uid.as_deref(),
+                    reason.describe(),
+                )
+                .await
             }
         };
         match outcome {
@@ -232,7 +243,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     })
 }
 
-/// Deletion of the Redis: delete its pods, and keep the finalizer until they are all gone.
+/// Deletion of the Redis: delete its pods, and release the Redis once every one of them is going
+/// (has a deletionTimestamp). A pod stuck Terminating (say, on a lost node) must not hold the
+/// Redis forever: its owner reference lets the garbage collector finish the job.
 async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let namespace = redis
         .metadata
@@ -241,24 +254,29 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .ok_or(Error::IncompleteObject("namespace"))?;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
-    let owned = owned_pods(ctx, redis);
-    for pod in owned
+    let mut unsure = 0;
+    for pod in owned_pods(ctx, redis)
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     {
-        delete_pod(
+        let outcome = delete_pod(
             ctx,
             &pods,
             &reference,
             &pod.name_any(),
+            pod.metadata.uid.as_deref(),
             "the Redis is being deleted",
         )
         .await?;
+        // Deleted (or gone) means going; anything else is looked at again on the next pass.
+        if !matches!(outcome, Done::Yes) {
+            unsure += 1;
+        }
     }
-    if owned.is_empty() {
+    if unsure == 0 {
         Ok(Requeue::await_change())
     } else {
-        Err(Error::PodsRemaining(owned.len()))
+        Err(Error::PodsRemaining(unsure))
     }
 }
 
@@ -286,7 +304,8 @@ enum Done {
     Yes,
     /// The namespace is terminating: the API refuses new content, and will delete the Redis.
     NamespaceTerminating,
-    /// The API said the pod is already there (create) — our cache had not seen it yet.
+    /// The API said the pod is already ours (create), or newer than planned (delete): our cache
+    /// had not seen it yet.
     CacheBehind,
 }
 
@@ -330,7 +349,9 @@ async fn create_pod(
             .await;
             Ok(Done::Yes)
         }
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Done::CacheBehind),
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            name_taken(redis, ctx, pods, reference, &pod_name).await
+        }
         // kube's error type drops the status details (cause NamespaceTerminating): match the
         // API server's fixed wording instead.
         Err(kube::Error::Api(status))
@@ -362,14 +383,100 @@ async fn create_pod(
     }
 }
 
+/// A create found the name taken. Usually our cache had not seen our own pod yet; but the pod may
+/// belong to someone else (`kubectl run cache-0`), and then retrying every second would never
+/// end: say so (Warning Event, `PodNameConflict` in the Ready condition) and back off.
+async fn name_taken(
+    redis: &Redis,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &ObjectReference,
+    pod_name: &str,
+) -> Result<Done, Refused> {
+    // A list by name, not a get: the controller's RBAC has list and watch on pods, not get.
+    let by_name = ListParams::default().fields(&format!("metadata.name={pod_name}"));
+    let holder = match pods.list(&by_name).await {
+        Ok(list) => list.items.into_iter().next(),
+        Err(e) => {
+            let note = refusal("reading", pod_name, &e);
+            return Err(Refused {
+                failure: PodFailure {
+                    reason: "FailedCreate",
+                    message: note,
+                },
+                error: Error::Kube(e),
+            });
+        }
+    };
+    let uid = redis.metadata.uid.as_deref().unwrap_or_default();
+    match holder {
+        // Ours, or gone by now: the cache was behind.
+        None => Ok(Done::CacheBehind),
+        Some(pod) if controlled_by(&pod, uid) => Ok(Done::CacheBehind),
+        Some(pod) => {
+            let note = conflict_note(pod_name, &pod);
+            publish(
+                ctx,
+                reference,
+                Some(pod_ref(pods, pod_name)),
+                EventType::Warning,
+                "PodNameConflict",
+                "Create",
+                note.clone(),
+            )
+            .await;
+            Err(Refused {
+                failure: PodFailure {
+                    reason: "PodNameConflict",
+                    message: note,
+                },
+                error: Error::PodNameConflict(pod_name.to_owned()),
+            })
+        }
+    }
+}
+
+/// Whether the Redis of `uid` is the pod's controller.
+fn controlled_by(pod: &Pod, uid: &str) -> bool {
+    pod.owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// What the user is told about a pod holding a name this Redis needs.
+fn conflict_note(pod_name: &str, pod: &Pod) -> String {
+    let owner = pod
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map_or_else(
+            || "no controller".to_owned(),
+            |o| format!("controller {} {} (uid {})", o.kind, o.name, o.uid),
+        );
+    format!(
+        "Pod {pod_name} already exists and is not controlled by this Redis ({owner}); \
+         delete or rename it so the Redis can create its pod"
+    )
+}
+
 async fn delete_pod(
     ctx: &Context,
     pods: &Api<Pod>,
     reference: &ObjectReference,
     pod_name: &str,
+    uid: Option<&str>,
     why: &str,
 ) -> Result<Done, Refused> {
-    match pods.delete(pod_name, &DeleteParams::default()).await {
+    // Only the pod the plan was made from: a leader acting on a stale view (or a lease that ran
+    // out) never deletes a newer pod of the same name.
+    let params = DeleteParams {
+        preconditions: uid.map(|uid| Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match pods.delete(pod_name, &params).await {
         Ok(_) => {
             ctx.metrics.pods_deleted.inc();
             tracing::info!(pod = %pod_name, why, "deleted pod");
@@ -388,6 +495,11 @@ async fn delete_pod(
         }
         // Already gone: what we wanted.
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(Done::Yes),
+        // The uid precondition failed: the name now holds a newer pod; re-plan from the cache.
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            tracing::debug!(pod = %pod_name, "pod replaced since planned; not deleting it");
+            Ok(Done::CacheBehind)
+        }
         Err(e) => {
             let note = refusal("deleting", pod_name, &e);
             publish(
@@ -519,4 +631,42 @@ fn pod_ref(pods: &Api<Pod>, name: &str) -> ObjectReference {
 
 fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod_owned_by(controller_uid: Option<&str>) -> Pod {
+        let owners: Vec<_> = controller_uid
+            .map(|uid| {
+                serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9",
+                                   "uid": uid, "controller": true})
+            })
+            .into_iter()
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "cache-0", "ownerReferences": owners}
+        }))
+        .expect("pod")
+    }
+
+    #[test]
+    fn a_pod_is_ours_only_when_we_are_its_controller() {
+        assert!(controlled_by(&pod_owned_by(Some("r-uid")), "r-uid"));
+        assert!(!controlled_by(&pod_owned_by(Some("other")), "r-uid"));
+        assert!(!controlled_by(&pod_owned_by(None), "r-uid"), "kubectl run");
+        assert!(!controlled_by(&pod_owned_by(None), ""));
+    }
+
+    #[test]
+    fn the_conflict_note_says_who_holds_the_name() {
+        let note = conflict_note("cache-0", &pod_owned_by(None));
+        assert!(
+            note.contains("cache-0") && note.contains("no controller"),
+            "{note}"
+        );
+        let note = conflict_note("cache-0", &pod_owned_by(Some("u1")));
+        assert!(note.contains("ReplicaSet web-7d9"), "{note}");
+    }
 }

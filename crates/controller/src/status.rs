@@ -107,6 +107,7 @@ mod tests {
     fn pod(i: u32, ready: bool) -> PodView {
         PodView {
             name: format!("r-{i}"),
+            uid: None,
             ordinal: Some(i),
             spec_hash: Some("h".into()),
             ready,
