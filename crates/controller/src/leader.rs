@@ -1,5 +1,8 @@
 //! Leader election on a coordination.k8s.io Lease (kube-lease-manager): a replica reconciles
 //! only while it holds the lease, and exits when it loses it so it can never write as a standby.
+//! It also exits when its renewals stop succeeding, before the lease can run out (client-go's
+//! renew deadline): kube-lease-manager only reports a loss once it sees another holder, and an
+//! API server it cannot reach shows it none.
 
 use crate::Error;
 use crate::cli::Cli;
@@ -8,7 +11,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -23,19 +26,41 @@ const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Leadership {
     state: Option<watch::Receiver<bool>>,
     task: Option<RenewalTask>,
+    leases: Api<Lease>,
+    name: String,
+    identity: String,
+    duration: Duration,
+    /// When this replica took the lease: the first renewal it can count on.
+    acquired: SystemTime,
 }
 
 impl Leadership {
-    /// Completes when the lease is no longer ours.
+    /// Completes when the lease is no longer ours: another replica holds it, or this one's
+    /// renewals have not succeeded for longer than [`renew_deadline`].
     pub async fn lost(&mut self) {
-        if let Some(state) = self.state.as_mut() {
-            while *state.borrow_and_update() {
-                if state.changed().await.is_err() {
-                    break;
+        let seen_other_holder = async {
+            if let Some(state) = self.state.as_mut() {
+                while *state.borrow_and_update() {
+                    if state.changed().await.is_err() {
+                        break;
+                    }
                 }
             }
+        };
+        let lapsed = renewals_lapsed(
+            &self.leases,
+            &self.name,
+            &self.identity,
+            self.duration,
+            self.acquired,
+        );
+        tokio::select! {
+            () = seen_other_holder => tracing::error!("leader lease lost"),
+            () = lapsed => tracing::error!(
+                renew_deadline = ?renew_deadline(self.duration),
+                "the leader lease was not renewed in time; stepping down before it can expire"
+            ),
         }
-        tracing::error!("leader lease lost");
     }
 
     /// Gives the lease up on a clean shutdown, so a standby takes over at once instead of
@@ -70,6 +95,8 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
     let namespace = cli.lease_namespace(std::env::var("POD_NAMESPACE").ok());
     let identity = identity();
     let duration = cli.lease_duration.max(2);
+    // Renew halfway through the term: the renew deadline (3/4) then leaves room for retries.
+    let renew_grace = duration / 2;
     let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
     tracing::info!(lease = %cli.lease_name, %namespace, %identity, "waiting for the leader lease");
     // Doubled after each restart, so a manager slowed by a slow API server still gets its turn.
@@ -79,7 +106,7 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
             .with_namespace(&namespace)
             .with_identity(&identity)
             .with_duration(duration)
-            .with_grace((duration / 3).max(1))
+            .with_grace(renew_grace)
             .build()
             .await
             .map_err(Error::Lease)?;
@@ -92,6 +119,11 @@ pub async fn acquire(client: &Client, cli: &Cli) -> Result<Leadership, Error> {
                 return Ok(Leadership {
                     state: Some(state),
                     task: Some(task),
+                    leases,
+                    name: cli.lease_name.clone(),
+                    identity,
+                    duration: Duration::from_secs(duration),
+                    acquired: SystemTime::now(),
                 });
             }
             // kube-lease-manager's standby sleeps until the holder's term would end; a leader
@@ -143,6 +175,66 @@ async fn released(leases: &Api<Lease>, name: &str, grace: Duration) {
     future::pending::<()>().await;
 }
 
+/// How long after its last successful renewal a leader keeps acting: 3/4 of the lease (client-go
+/// uses 10 s of 15 s). The lease is renewed halfway through, so a renewal or two may fail first;
+/// the last quarter keeps a stale leader's last writes clear of the next leader's first.
+pub fn renew_deadline(lease_duration: Duration) -> Duration {
+    lease_duration.saturating_mul(3) / 4
+}
+
+/// When `identity` last renewed `lease`, if it holds it.
+fn renewed_by(lease: &Lease, identity: &str) -> Option<SystemTime> {
+    let spec = lease.spec.as_ref()?;
+    if spec.holder_identity.as_deref() != Some(identity) {
+        return None;
+    }
+    let at = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?;
+    Some(SystemTime::from(at.0))
+}
+
+/// Completes once `renew_deadline` has passed since the last renewal this replica has seen
+/// succeed (the lease's renewTime, written with this machine's clock). Renewals are seen on a
+/// watch of the Lease: if the API server cannot be reached, neither renewals nor events arrive,
+/// and the deadline passes.
+async fn renewals_lapsed(
+    leases: &Api<Lease>,
+    name: &str,
+    identity: &str,
+    lease_duration: Duration,
+    acquired: SystemTime,
+) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let events = watcher(leases.clone(), config)
+        .default_backoff()
+        .applied_objects();
+    futures::pin_mut!(events);
+    let mut last_renewal = acquired;
+    loop {
+        let stop_at = last_renewal + renew_deadline(lease_duration);
+        let left = stop_at
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO);
+        tokio::select! {
+            () = tokio::time::sleep(left) => return,
+            event = events.next() => match event {
+                Some(Ok(lease)) => {
+                    if let Some(at) = renewed_by(&lease, identity) {
+                        last_renewal = last_renewal.max(at);
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "watching the leader lease; retrying with backoff")
+                }
+                // The watch never ends on its own; if it did, the deadline still applies.
+                None => {
+                    tokio::time::sleep(left).await;
+                    return;
+                }
+            },
+        }
+    }
+}
+
 /// Released (no holder), as kube-lease-manager leaves a lease it gives up.
 fn is_free(lease: &Lease) -> bool {
     lease
@@ -158,4 +250,45 @@ fn identity() -> String {
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "redis-controller".into());
     format!("{host}-{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: &str, renewed_at_second: i64) -> Lease {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "l"},
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": 15,
+                "renewTime": k8s_openapi::jiff::Timestamp::from_second(renewed_at_second)
+                    .expect("time").to_string(),
+            }
+        }))
+        .expect("lease")
+    }
+
+    #[test]
+    fn the_renew_deadline_falls_between_the_renewal_and_the_expiry() {
+        let duration = Duration::from_secs(15);
+        let deadline = renew_deadline(duration);
+        // Renewed halfway (grace = duration / 2), expires at the full duration.
+        assert!(
+            deadline > duration / 2 && deadline < duration,
+            "{deadline:?}"
+        );
+        assert_eq!(
+            renew_deadline(Duration::from_secs(4)),
+            Duration::from_secs(3)
+        );
+    }
+
+    #[test]
+    fn only_our_own_renewals_count() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(renewed_by(&lease("me-1", 1_700_000_000), "me-1"), Some(at));
+        assert_eq!(renewed_by(&lease("other-2", 1_700_000_000), "me-1"), None);
+        assert_eq!(renewed_by(&Lease::default(), "me-1"), None);
+    }
 }
