@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::response::{Status, StatusCause, StatusDetails};
-use kube::core::{DynamicObject, GroupVersionKind, TypeMeta};
+use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
 use serde::de::{Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -157,26 +157,36 @@ fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
     let Review {
         response,
         kind,
+        resource,
+        sub_resource,
         operation,
         name,
         namespace,
         object,
         old_object,
     } = review;
-    let (response, outcome) = if !is_redis(&kind) {
-        let warning = format!(
-            "redis-webhook only judges {}/Redis; it was sent {}/{} {}: check the webhook configuration's rules",
-            api::GROUP,
-            kind.group,
-            kind.version,
-            kind.kind
-        );
-        (with_warnings(response, vec![warning]), Outcome::Skipped)
-    } else {
-        match endpoint {
+    let (response, outcome) = match Subject::of(&kind, &resource, sub_resource.as_deref()) {
+        Subject::Other => {
+            let warning = format!(
+                "redis-webhook only judges {}/Redis and its scale subresource; it was sent {}/{} {}: check the webhook configuration's rules",
+                api::GROUP,
+                kind.group,
+                kind.version,
+                kind.kind
+            );
+            (with_warnings(response, vec![warning]), Outcome::Skipped)
+        }
+        Subject::Redis => match endpoint {
             Endpoint::Mutate => mutate(response, &operation, &object),
             Endpoint::Validate => validate(policy, response, &operation, &name, object, old_object),
-        }
+        },
+        // A Scale has no defaults to fill.
+        Subject::RedisScale => match endpoint {
+            Endpoint::Mutate => (response, Outcome::Skipped),
+            Endpoint::Validate => {
+                validate_scale(policy, response, &operation, &name, object, old_object)
+            }
+        },
     };
     Answer {
         review: response.into_review(),
@@ -286,6 +296,8 @@ struct Review {
     /// The allowing answer, echoing the request's uid; decisions start from it.
     response: AdmissionResponse,
     kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    sub_resource: Option<String>,
     operation: Operation,
     name: String,
     namespace: Option<String>,
@@ -305,6 +317,8 @@ impl Review {
         Review {
             response: AdmissionResponse::from(&request),
             kind: request.kind,
+            resource: request.resource,
+            sub_resource: request.sub_resource,
             operation: request.operation,
             name: request.name,
             namespace: request.namespace,
@@ -367,8 +381,32 @@ fn check_type(api_version: Option<&Value>, kind: Option<&Value>) -> Result<(), B
     )))
 }
 
-fn is_redis(kind: &GroupVersionKind) -> bool {
-    kind.group == api::GROUP && kind.kind == "Redis"
+/// What a review is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    /// A Redis itself.
+    Redis,
+    /// The `redis/scale` subresource: an autoscaling/v1 Scale (`kubectl scale`, an HPA).
+    RedisScale,
+    /// Anything else: the webhook configuration sends what it should not.
+    Other,
+}
+
+impl Subject {
+    fn of(kind: &GroupVersionKind, resource: &GroupVersionResource, sub: Option<&str>) -> Self {
+        let redis_resource = resource.group == api::GROUP && resource.resource == "redis";
+        if kind.group == api::GROUP && kind.kind == "Redis" {
+            Subject::Redis
+        } else if redis_resource
+            && sub == Some("scale")
+            && kind.group == "autoscaling"
+            && kind.kind == "Scale"
+        {
+            Subject::RedisScale
+        } else {
+            Subject::Other
+        }
+    }
 }
 
 /// `/mutate`: a JSONPatch adding only the missing defaults; no patch when nothing is missing.
@@ -449,12 +487,21 @@ fn validate(
     let verdict = match operation {
         Operation::Create => match redis(object) {
             Ok(new) => policy.validate_create(&new),
-            Err(e) => return undecodable(response, "object", e),
+            Err(e) => return undecodable(response, "object", "Redis", e),
         },
         Operation::Update => match (redis(object), redis(old_object)) {
             (Ok(new), Ok(old)) => policy.validate_update(&new, &old),
-            (Err(e), _) => return undecodable(response, "object", e),
-            (_, Err(e)) => return undecodable(response, "oldObject", e),
+            (Err(e), _) => return undecodable(response, "object", "Redis", e),
+            // The stored object is unreadable (stored by an older schema, or with the webhook
+            // bypassed): refusing would leave no way to repair it, nor to remove a finalizer.
+            // The new object gets the field rules, without the ratchet that needs the old one.
+            (Ok(new), Err(e)) => {
+                let mut verdict = policy.validate_create(&new);
+                verdict.warnings.push(format!(
+                    "oldObject could not be read as a Redis ({e}); the update was judged without comparing it to the stored object"
+                ));
+                verdict
+            }
         },
         Operation::Delete => match redis(old_object) {
             Ok(old) => policy.validate_delete(&old),
@@ -467,6 +514,31 @@ fn validate(
         },
         Operation::Connect => return (response, Outcome::Skipped),
     };
+    decide(response, verdict, operation, name)
+}
+
+/// `/validate` of the `redis/scale` subresource: the `spec.replicas` rules on the new Scale.
+/// The object and oldObject are autoscaling/v1 Scales, read through [`ReviewedRedis`] (both
+/// have `metadata` and `spec.replicas`, the only field a Scale's spec has).
+fn validate_scale(
+    policy: &Policy,
+    response: AdmissionResponse,
+    operation: &Operation,
+    name: &str,
+    object: Reading,
+    old_object: Reading,
+) -> (AdmissionResponse, Outcome) {
+    let Operation::Update = operation else {
+        return (response, Outcome::Skipped);
+    };
+    // ScaleSpec.replicas is `omitempty` in Go: absent means 0.
+    let replicas =
+        |scale: &ReviewedRedis| scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    let new = match &object {
+        Ok(scale) => replicas(scale),
+        Err(e) => return undecodable(response, "object", "autoscaling/v1 Scale", e),
+    };
+    let verdict = policy.validate_scale(new, old_object.as_ref().ok().map(replicas));
     decide(response, verdict, operation, name)
 }
 
@@ -497,9 +569,10 @@ fn reviewed(object: Option<DynamicObject>) -> Reading {
 fn undecodable(
     response: AdmissionResponse,
     which: &str,
-    e: ObjectError,
+    kind: &str,
+    e: impl fmt::Display,
 ) -> (AdmissionResponse, Outcome) {
-    let mut denied = response.deny(format!("{which} is not a valid Redis: {e}"));
+    let mut denied = response.deny(format!("{which} is not a valid {kind}: {e}"));
     denied.result.code = 400;
     denied.result.reason = "BadRequest".to_owned();
     (denied, Outcome::Denied)
@@ -785,6 +858,107 @@ mod tests {
         )
         .expect("answers");
         assert_eq!(response(&a)["allowed"], true);
+    }
+
+    /// The review kube-apiserver sends for `kubectl scale redis/r --replicas=N`.
+    fn scale_review(spec: Value, old_spec: Value) -> Vec<u8> {
+        let scale = |spec: Value| {
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                   "metadata": {"name": "r", "namespace": "default"},
+                   "spec": spec, "status": {"replicas": 1, "selector": "app=r"}})
+        };
+        let mut body: Value =
+            serde_json::from_slice(&review("UPDATE", scale(spec), scale(old_spec)))
+                .expect("decodes");
+        body["request"]["kind"] = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+        body["request"]["requestKind"] = body["request"]["kind"].clone();
+        body["request"]["subResource"] = json!("scale");
+        body["request"]["requestSubResource"] = json!("scale");
+        serde_json::to_vec(&body).expect("encodes")
+    }
+
+    #[test]
+    fn validate_judges_the_scale_subresource() {
+        let a = answer(
+            Endpoint::Validate,
+            &Policy::default(),
+            &scale_review(json!({"replicas": 2_147_483_647}), json!({"replicas": 1})),
+        )
+        .expect("answers");
+        let r = response(&a);
+        assert_eq!(a.outcome, Outcome::Denied);
+        assert_eq!(r["status"]["code"], 422);
+        assert_eq!(
+            r["status"]["message"],
+            "spec.replicas: must be <= 100, got 2147483647"
+        );
+        assert_eq!(
+            r["status"]["details"]["causes"][0]["field"],
+            "spec.replicas"
+        );
+
+        let a = answer(
+            Endpoint::Validate,
+            &Policy::default(),
+            &scale_review(json!({"replicas": 3}), json!({"replicas": 1})),
+        )
+        .expect("answers");
+        assert_eq!(a.outcome, Outcome::Allowed);
+        // Scaled to 0: Go omits the zero replicas.
+        let a = answer(
+            Endpoint::Validate,
+            &Policy::default(),
+            &scale_review(json!({}), json!({"replicas": 1})),
+        )
+        .expect("answers");
+        assert_eq!(a.outcome, Outcome::Allowed);
+        assert_eq!(
+            response(&a)["warnings"],
+            json!(["spec.replicas: 0 runs no Redis pods"])
+        );
+        // Nothing to default in a Scale.
+        let a = answer(
+            Endpoint::Mutate,
+            &Policy::default(),
+            &scale_review(json!({"replicas": 3}), json!({"replicas": 1})),
+        )
+        .expect("answers");
+        assert_eq!(a.outcome, Outcome::Skipped);
+        assert!(response(&a).get("patch").is_none());
+    }
+
+    #[test]
+    fn validate_update_with_an_unreadable_old_object_judges_the_new_one_and_warns() {
+        // Stored before the schema had its enum (or with it bypassed): not a Redis today.
+        let broken = redis_object("r", json!({"imagePullPolicy": "always"}));
+        let repaired = redis_object("r", json!({"imagePullPolicy": "Always"}));
+        let a = answer(
+            Endpoint::Validate,
+            &Policy::default(),
+            &review("UPDATE", repaired, broken.clone()),
+        )
+        .expect("answers");
+        let r = response(&a);
+        assert_eq!(a.outcome, Outcome::Allowed, "{r}");
+        assert!(
+            r["warnings"][0]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("oldObject could not be read as a Redis"),
+            "{r}"
+        );
+        // The field rules still apply to the new object.
+        let bad = redis_object("r", json!({"port": 6000}));
+        let a = answer(
+            Endpoint::Validate,
+            &Policy::default(),
+            &review("UPDATE", bad, broken),
+        )
+        .expect("answers");
+        assert_eq!(
+            response(&a)["status"]["message"],
+            "spec.port: must be >= 6379, got 6000"
+        );
     }
 
     #[test]
