@@ -174,11 +174,12 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let mut changed = false;
     let mut first_error = None;
     let mut failure = None;
+    let mut stop_creating = false;
     for action in &actions {
         let outcome = match action {
-            // After a refusal, the next creates would most likely be refused too (a quota, a
-            // name taken): stop, as a ReplicaSet's slow start does, and retry with backoff.
-            Action::Create { .. } if first_error.is_some() => continue,
+            // After a refused create the next ones would most likely be refused too (a quota):
+            // stop, as a ReplicaSet's slow start does, and retry with backoff.
+            Action::Create { .. } if stop_creating => continue,
             Action::Create { ordinal } => {
                 create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await
             }
@@ -206,6 +207,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
                 failure: refused,
                 error,
             }) => {
+                // A name held by someone else says nothing about the other ordinals.
+                stop_creating |= matches!(action, Action::Create { .. })
+                    && !matches!(error, Error::PodNameConflict(_));
                 failure.get_or_insert(refused);
                 first_error.get_or_insert(error);
             }

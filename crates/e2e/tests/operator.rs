@@ -959,3 +959,258 @@ async fn a_leader_stopped_cleanly_hands_its_lease_over() -> Result<(), Error> {
     create_sample(&ns).await?;
     Ok(())
 }
+
+/// The Ready condition's (status, reason) of the Redis `name`.
+async fn ready_reason(redis: &Api<Redis>, name: &str) -> Result<Option<(String, String)>, String> {
+    let current = redis.get(name).await.map_err(seen)?;
+    Ok(current
+        .status
+        .unwrap_or_default()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| (c.status, c.reason)))
+}
+
+/// Issue item 1: every pod of a Redis was broken by its spec (here unschedulable: kwok nodes
+/// have 32 CPUs), so none is Ready; fixing the spec must roll out, not wait for the broken pods
+/// to become Ready first.
+#[tokio::test]
+async fn fixing_a_spec_that_left_every_pod_unready_rolls_out() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("unready").await?;
+    let redis: Api<Redis> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let mut sample = tutorial_sample();
+    sample.spec.replicas = Some(3);
+    sample.spec.resources =
+        serde_json::from_value(json!({"requests": {"cpu": "1000"}})).map_err(|e| {
+            Error::Process {
+                what: "building resources".into(),
+                reason: e.to_string(),
+            }
+        })?;
+    redis
+        .create(&PostParams::default(), &sample)
+        .await
+        .context("creating my-op-redis")?;
+    let names = ["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"];
+    wait_for("three unschedulable pods", CONVERGE, || async {
+        let list = pods
+            .list(&ListParams::default().labels(&api::pods::selector_string("my-op-redis")))
+            .await
+            .map_err(seen)?;
+        let pending = list
+            .items
+            .iter()
+            .filter(|p| !e2e::pods::is_ready(p))
+            .count();
+        if list.items.len() == 3 && pending == 3 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{:?}",
+                list.items
+                    .iter()
+                    .map(e2e::pods::describe)
+                    .collect::<Vec<_>>()
+            ))
+        }
+    })
+    .await?;
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"resources": null}})),
+        )
+        .await
+        .context("fixing the spec")?;
+    wait_converged(&ns, "my-op-redis", &names).await?;
+    Ok(())
+}
+
+/// Issue item 3: a pod the Redis does not control holds one of its names. The user is told
+/// (Warning Event, Ready reason PodNameConflict), the controller backs off instead of trying
+/// every second, the other ordinals are created, and once the name is free the Redis converges.
+#[tokio::test]
+async fn a_foreign_pod_holding_a_name_is_reported_and_retried_with_backoff() -> Result<(), Error> {
+    let (_cluster, ns, operator) = setup("conflict").await?;
+    let pods: Api<Pod> = ns.api();
+    pods.create(
+        &PostParams::default(),
+        &e2e::pods::restricted_pod("cache-0"),
+    )
+    .await
+    .context("kubectl run cache-0")?;
+    let redis: Api<Redis> = ns.api();
+    let mut sample = tutorial_sample();
+    sample.metadata.name = Some("cache".into());
+    redis
+        .create(&PostParams::default(), &sample)
+        .await
+        .context("creating cache")?;
+    wait_for(
+        "PodNameConflict, in an Event and in status",
+        CONVERGE,
+        || async {
+            let events = events_about(&ns, "cache")
+                .await
+                .map_err(|e| e.to_string())?;
+            let warned = events.iter().any(|e| {
+                e.reason.as_deref() == Some("PodNameConflict")
+                    && e.type_.as_deref() == Some("Warning")
+                    && note(e).contains("cache-0")
+            });
+            let ready = ready_reason(&redis, "cache").await?;
+            match ready {
+                Some((status, reason))
+                    if warned && status == "False" && reason == "PodNameConflict" =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("warned: {warned}, Ready: {other:?}")),
+            }
+        },
+    )
+    .await?;
+    let names = pod_names(&pods, "cache")
+        .await
+        .map_err(|reason| Error::Process {
+            what: "listing pods".into(),
+            reason,
+        })?;
+    assert_eq!(
+        names,
+        vec!["cache-1".to_owned()],
+        "the free ordinal is created"
+    );
+
+    // Backoff, not a retry every second.
+    let reconciles = "redis_controller_reconciles_total";
+    let metrics_error = |reason| Error::Process {
+        what: "reading metrics".into(),
+        reason,
+    };
+    let before = operator
+        .controller
+        .metric(reconciles)
+        .await
+        .map_err(metrics_error)?;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let during = operator
+        .controller
+        .metric(reconciles)
+        .await
+        .map_err(metrics_error)?
+        - before;
+    assert!(
+        during <= 5.0,
+        "{during} reconciles in 12 s while the name stayed taken"
+    );
+
+    pods.delete("cache-0", &DeleteParams::default())
+        .await
+        .context("deleting the foreign pod")?;
+    wait_for("the foreign cache-0 to be gone", CONVERGE, || async {
+        match pods.get_opt("cache-0").await.map_err(seen)? {
+            Some(p) if p.owner_references().is_empty() => Err("still there".to_owned()),
+            _ => Ok(()),
+        }
+    })
+    .await?;
+    wait_converged(&ns, "cache", &["cache-0", "cache-1"]).await?;
+    Ok(())
+}
+
+/// Issue item 7: a pod stuck Terminating (its node is lost; here a finalizer nobody removes)
+/// must not keep its Redis from being deleted: once every pod is going, the finalizer goes.
+#[tokio::test]
+async fn a_pod_stuck_terminating_does_not_hold_up_the_redis_deletion() -> Result<(), Error> {
+    const HOLD: &str = "e2e.myapp.tangx.in/hold";
+    let (_cluster, ns, _operator) = setup("stuck").await?;
+    let redis = create_sample(&ns).await?;
+    let pods: Api<Pod> = ns.api();
+    pods.patch(
+        "my-op-redis-0",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"finalizers": [HOLD]}})),
+    )
+    .await
+    .context("holding my-op-redis-0")?;
+    redis
+        .delete("my-op-redis", &DeleteParams::default())
+        .await
+        .context("deleting my-op-redis")?;
+    let gone = e2e::pods::wait_gone(&redis, "my-op-redis", CONVERGE).await;
+    let stuck = pods
+        .get_opt("my-op-redis-0")
+        .await
+        .context("reading my-op-redis-0")?;
+    // Let the pod go whatever happened, so the namespace can be deleted.
+    pods.patch(
+        "my-op-redis-0",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .context("releasing my-op-redis-0")?;
+    gone?;
+    assert!(
+        stuck.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+        "my-op-redis-0 was Terminating when its Redis went"
+    );
+    wait_no_pods(&pods, "my-op-redis", "the pods to be gone").await?;
+    Ok(())
+}
+
+/// Issue item 5: a leader whose renewals fail (here: its lease RBAC is revoked) stops before
+/// its lease could run out, so it never acts beside the next leader.
+#[tokio::test]
+async fn a_leader_that_cannot_renew_steps_down_before_its_lease_runs_out() -> Result<(), Error> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let (_cluster, ns, mut operator) = setup("renew").await?;
+    operator.controller.process.kill();
+    let args = [
+        "--leader-elect",
+        "--lease-namespace",
+        ns.name(),
+        "--lease-duration",
+        "8",
+    ];
+    let mut leader = Controller::start(&ns, &operator.identity, "renew-a", &args).await?;
+    leader.wait_leading(CONVERGE).await?;
+    ns.api::<RoleBinding>()
+        .delete("redis-controller-leader-election", &DeleteParams::default())
+        .await
+        .context("revoking the lease RBAC")?;
+    let exited = wait_for("the leader to step down", CONVERGE, || {
+        let running = leader.process.running();
+        async move {
+            if running {
+                Err("still running".to_owned())
+            } else {
+                Ok(std::time::SystemTime::now())
+            }
+        }
+    })
+    .await?;
+    let lease = ns
+        .api::<Lease>()
+        .get("redis-operator-controller")
+        .await
+        .context("reading the Lease")?;
+    let spec = lease.spec.unwrap_or_default();
+    let expiry = spec.renew_time.map(|t| {
+        std::time::SystemTime::from(t.0)
+            + Duration::from_secs(
+                u64::try_from(spec.lease_duration_seconds.unwrap_or_default()).unwrap_or(0),
+            )
+    });
+    assert!(
+        expiry.is_some_and(|expiry| exited < expiry),
+        "stepped down at {exited:?}, the lease ran out at {expiry:?}; log:\n{}",
+        leader.process.log_tail()
+    );
+    Ok(())
+}
