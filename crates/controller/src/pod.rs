@@ -5,11 +5,9 @@ use api::pods::{pod_labels, pod_name};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, ExecAction, Pod,
-    PodSecurityContext, PodSpec, Probe, SeccompProfile, SecurityContext, TCPSocketAction, Volume,
-    VolumeMount,
+    PodSecurityContext, PodSpec, Probe, SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -40,14 +38,14 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         failure_threshold: Some(3),
         ..Probe::default()
     };
+    // Liveness asks Redis itself, like readiness but slower to give up: a redis-server that hangs
+    // (stopped, deadlocked) keeps its listening socket accepting connections, so a TCP probe
+    // passes forever and the pod is never restarted (seen on the bed's real node with SIGSTOP).
     let alive = Probe {
-        tcp_socket: Some(TCPSocketAction {
-            port: IntOrString::Int(port),
-            ..TCPSocketAction::default()
-        }),
+        exec: ping.exec.clone(),
         initial_delay_seconds: Some(10),
         period_seconds: Some(10),
-        timeout_seconds: Some(2),
+        timeout_seconds: Some(5),
         failure_threshold: Some(3),
         ..Probe::default()
     };
@@ -57,10 +55,15 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             image: Some(spec.image().to_owned()),
             image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
             // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
+            // Protected mode refuses every client but loopback when no password is set; the
+            // official images are built with it off, Debian's redis-server is not. Clients reach
+            // the pod over the pod network, so say it rather than depend on how the image was built.
             args: Some(vec![
                 "redis-server".into(),
                 "--port".into(),
                 port.to_string(),
+                "--protected-mode".into(),
+                "no".into(),
             ]),
             ports: Some(vec![ContainerPort {
                 name: Some("redis".into()),
@@ -168,13 +171,19 @@ mod tests {
         assert_eq!(c["name"], "redis");
         assert_eq!(c["image"], "redis:5-alpine");
         assert_eq!(c["imagePullPolicy"], "IfNotPresent");
-        assert_eq!(c["args"], json!(["redis-server", "--port", "8333"]));
+        assert_eq!(
+            c["args"],
+            json!(["redis-server", "--port", "8333", "--protected-mode", "no"])
+        );
         assert_eq!(c["ports"][0]["containerPort"], 8333);
         assert_eq!(
             c["readinessProbe"]["exec"]["command"],
             json!(["redis-cli", "-p", "8333", "ping"])
         );
-        assert_eq!(c["livenessProbe"]["tcpSocket"]["port"], 8333);
+        assert_eq!(
+            c["livenessProbe"]["exec"]["command"],
+            json!(["redis-cli", "-p", "8333", "ping"])
+        );
     }
 
     #[test]
