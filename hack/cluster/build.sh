@@ -4,6 +4,8 @@
 #   etcd                                                           (hack/cluster/etcd)
 #   kwok                                                           (hack/cluster/kwok)
 #   helm                                                           (hack/cluster/helm)
+#   kubelet kube-proxy (the real node)                             (hack/cluster/kubernetes)
+#   pause oci-image (the real node's sandbox process, image packer) (hack/cluster/images)
 #   cert-manager-crds/ (YAML, not built: cert-manager's Issuer and Certificate CRDs, which the
 #                       e2e suite needs to apply deploy/)             (hack/cluster/cert-manager)
 #
@@ -62,8 +64,9 @@ tool_settings() {
       [[ -n $build_date ]] || build_date=1970-01-01T00:00:00Z
       tags=selinux,notest,grpcnotrace
       packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
-      binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+        k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
+      binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
       ldflags="-s -w"
       local pkg
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -96,8 +99,15 @@ tool_settings() {
       ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${k8s_minor}"
       ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${k8s_minor}"
       ;;
+    images)
+      # The real node's image tools: the pod sandbox process and the image packer.
+      version=$(version_of "$dir" github.com/google/go-containerregistry)
+      packages=(./pause ./oci-image)
+      binaries=(pause oci-image)
+      ldflags="-s -w"
+      ;;
     *)
-      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm cert-manager)"
+      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images cert-manager)"
       exit 1
       ;;
   esac
@@ -110,7 +120,7 @@ cache_key() {
     "$GO" version
     "$GO" env GOOS GOARCH
     echo "tags=${tags}" "ldflags=${ldflags}" "packages=${packages[*]}" CGO_ENABLED="${CGO_ENABLED}" trimpath
-    (cd "$dir" && cat go.mod go.sum && find . -maxdepth 1 -name '*.go' -print0 | sort -z | xargs -0r cat)
+    (cd "$dir" && cat go.mod go.sum && find . -name '*.go' -print0 | sort -z | xargs -0r cat)
   } | sha256sum | cut -c1-16
 }
 
@@ -204,7 +214,7 @@ fetch_cert_manager_crds() {
 linked=()
 tools=("$@")
 if ((${#tools[@]} == 0)); then
-  tools=(etcd kwok helm kubernetes cert-manager)
+  tools=(etcd kwok helm images kubernetes cert-manager)
 fi
 for tool in "${tools[@]}"; do
   if [[ $tool == cert-manager ]]; then

@@ -8,6 +8,8 @@ set -euo pipefail
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=node/node.sh
+source "${cluster_here}/node/node.sh"
 
 log() { printf '[cluster-down] %s\n' "$*" >&2; }
 
@@ -32,6 +34,10 @@ for ((i = ${#components[@]} - 1; i >= 0; i--)); do
   rm -f "${pid_dir}/${name}.pid"
   stopped=$((stopped + 1))
 done
+
+# What the real node leaves behind once its processes are gone: containers, mounts, pod
+# network namespaces, cgroups, iptables chains, the bridge.
+node_cleanup
 
 if [[ ${KEEP_STATE:-} == 1 ]]; then
   exit 0

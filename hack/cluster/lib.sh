@@ -11,11 +11,14 @@ log_dir="${state_dir}/logs"
 pki_dir="${state_dir}/pki"
 
 # Components in start order (down.sh stops them in reverse).
-components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet kube-proxy)
 
-# The executable each component runs from bin/.
+# The executable each component runs: bin/NAME, or the Debian package's for the runtime.
 component_exe() {
-  echo "${bin_dir}/$1"
+  case $1 in
+    containerd) command -v containerd || echo /usr/bin/containerd ;;
+    *) echo "${bin_dir}/$1" ;;
+  esac
 }
 
 # pid_of NAME: the recorded pid of NAME if that process is alive and still runs our

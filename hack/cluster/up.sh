@@ -2,8 +2,9 @@
 # Starts the test bed: a real Kubernetes control plane on 127.0.0.1, in the background.
 #
 #   etcd, kube-apiserver (client certificates, Node+RBAC, PodSecurity, audit log),
-#   kube-controller-manager, kube-scheduler, and kwok simulating two fake nodes so that
-#   scheduled pods become Running and Ready without a container runtime.
+#   kube-controller-manager, kube-scheduler, kwok simulating two fake nodes so that
+#   scheduled pods become Running and Ready without a container runtime, and one real node
+#   (containerd, runc, CNI bridge, kubelet, kube-proxy: node/node.sh) whose pods really run.
 #
 # Binaries come from hack/cluster/build.sh (cached). State lives in <repo>/.cluster/:
 #   kubeconfig   admin kubeconfig (user "admin", group system:masters)
@@ -16,6 +17,8 @@ set -euo pipefail
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=node/node.sh
+source "${cluster_here}/node/node.sh"
 
 log() { printf '[cluster-up] %s\n' "$*" >&2; }
 
@@ -49,8 +52,9 @@ if [[ -d $state_dir ]]; then
 fi
 
 "${cluster_here}/build.sh"
+"${cluster_here}/node/packages.sh"
 
-for tool in openssl curl python3; do
+for tool in openssl curl python3 containerd runc ctr iptables ip; do
   command -v "$tool" >/dev/null || { log "needs '${tool}' on PATH"; exit 1; }
 done
 
@@ -74,9 +78,10 @@ trap on_exit EXIT
 
 # --- ports -------------------------------------------------------------------------
 # Bind port 0 on 127.0.0.1 for each port at once, so the kernel hands out distinct free ports.
-read -r ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT < <(python3 -c '
+read -r ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT \
+  KUBELET_PORT KUBELET_HEALTHZ_PORT PROXY_HEALTHZ_PORT PROXY_METRICS_PORT < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(6)]
+socks = [socket.socket() for _ in range(10)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
@@ -88,6 +93,10 @@ APISERVER_PORT=${APISERVER_PORT}
 KCM_PORT=${KCM_PORT}
 SCHEDULER_PORT=${SCHEDULER_PORT}
 KWOK_PORT=${KWOK_PORT}
+KUBELET_PORT=${KUBELET_PORT}
+KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT}
+PROXY_HEALTHZ_PORT=${PROXY_HEALTHZ_PORT}
+PROXY_METRICS_PORT=${PROXY_METRICS_PORT}
 EOF
 apiserver_url="https://127.0.0.1:${APISERVER_PORT}"
 
@@ -109,13 +118,21 @@ log "generating certificates in ${pki_dir}"
   sign apiserver "/CN=kube-apiserver" "$(printf '%s\n' \
     "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
     "extendedKeyUsage=serverAuth" \
-    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")"
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:${NODE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")"
   client_ext=$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
     "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=clientAuth")
   sign admin "/O=system:masters/CN=admin" "$client_ext"
   sign kube-controller-manager "/CN=system:kube-controller-manager" "$client_ext"
   sign kube-scheduler "/CN=system:kube-scheduler" "$client_ext"
   sign kwok "/O=system:masters/CN=kwok" "$client_ext"
+  # The real node: kubelet's identity (Node authorizer), its serving certificate, the API
+  # server's client certificate for kubelet (logs, exec), kube-proxy's identity.
+  sign "node-${NODE_NAME}" "/O=system:nodes/CN=system:node:${NODE_NAME}" "$client_ext"
+  sign kubelet "/CN=${NODE_NAME}" "$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" \
+    "subjectAltName=IP:${NODE_IP},DNS:${NODE_NAME}")"
+  sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client_ext"
+  sign kube-proxy "/CN=system:kube-proxy" "$client_ext"
   # Service-account token signing keys.
   openssl_quiet genrsa -out sa.key 2048
   openssl_quiet rsa -in sa.key -pubout -out sa.pub
@@ -149,7 +166,7 @@ current-context: ${user}@redis-operator-test-bed
 EOF
   chmod 600 "$file"
 }
-for user in kube-controller-manager kube-scheduler kwok; do
+for user in kube-controller-manager kube-scheduler kwok kube-proxy "node-${NODE_NAME}"; do
   write_kubeconfig "${state_dir}/${user}.kubeconfig" "$user"
 done
 
@@ -212,20 +229,32 @@ start etcd \
   --log-level=warn
 wait_until etcd 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health"
 
-# --endpoint-reconciler-type=none: the API server refuses to publish a loopback address as the
-# endpoint of the "kubernetes" Service, and nothing here reaches it through that Service.
+# The real node's bridge and guards first: the API server is advertised on the node's address.
+node_check_alone
+# Whatever a bed that was killed rather than stopped left behind (containers, cgroups, chains).
+node_cleanup
+log "setting up the real node's network (${NODE_BRIDGE} ${NODE_IP}, pods ${POD_CIDR})"
+node_network_up
+
+# --bind-address=0.0.0.0, --advertise-address=NODE_IP: pods on the real node reach the API server
+# through the "kubernetes" Service (10.96.0.1), whose endpoint is the node's address on the bridge.
 # --allow-privileged: so that Pod Security admission, not this flag, decides about privileged pods.
+# PodNodeSelector, PodTolerationRestriction: a test namespace annotated for the real node puts
+# every pod there (the Redis API has no node selector of its own).
 start kube-apiserver \
-  --bind-address=127.0.0.1 \
-  --advertise-address=127.0.0.1 \
-  --endpoint-reconciler-type=none \
+  --bind-address=0.0.0.0 \
+  --advertise-address="${NODE_IP}" \
   --secure-port="${APISERVER_PORT}" \
   --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
   --tls-cert-file="${pki_dir}/apiserver.crt" \
   --tls-private-key-file="${pki_dir}/apiserver.key" \
   --client-ca-file="${pki_dir}/ca.crt" \
   --authorization-mode=Node,RBAC \
-  --enable-admission-plugins=NodeRestriction \
+  --enable-admission-plugins=NodeRestriction,PodNodeSelector,PodTolerationRestriction \
+  --kubelet-client-certificate="${pki_dir}/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="${pki_dir}/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority="${pki_dir}/ca.crt" \
+  --kubelet-preferred-address-types=InternalIP \
   --allow-privileged=true \
   --service-cluster-ip-range=10.96.0.0/16 \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -287,11 +316,31 @@ failed_component=kube-apiserver
 kubectl apply --server-side --field-manager=test-bed -f "${cluster_here}/nodes.yaml" >/dev/null
 failed_component=""
 
+# --- the real node ----------------------------------------------------------------------
+node_cgroups_up
+node_write_configs "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$PROXY_HEALTHZ_PORT" "$PROXY_METRICS_PORT"
+start containerd --config "${containerd_dir}/config.toml"
+wait_until containerd 60 node_ctr version
+"${cluster_here}/images.sh" base
+start kubelet \
+  --config="${node_dir}/kubelet/config.yaml" \
+  --kubeconfig="${state_dir}/node-${NODE_NAME}.kubeconfig" \
+  --root-dir="${node_dir}/kubelet/root" \
+  --cert-dir="${node_dir}/kubelet/pki" \
+  --hostname-override="${NODE_NAME}" \
+  --node-ip="${NODE_IP}" \
+  --node-labels="${NODE_LABEL}=real" \
+  --register-with-taints="${NODE_LABEL}=real:NoSchedule" \
+  --v=1
+start kube-proxy --config="${node_dir}/kube-proxy/config.yaml" --v=1
+
 wait_until kube-controller-manager 120 curl --silent --fail --insecure --max-time 2 "https://127.0.0.1:${KCM_PORT}/healthz"
 wait_until kube-scheduler 120 curl --silent --fail --insecure --max-time 2 "https://127.0.0.1:${SCHEDULER_PORT}/healthz"
 # The serviceaccount controller creates "default" in every namespace; pods need it.
 wait_until kube-controller-manager 120 kubectl get serviceaccount default --namespace default
 wait_until kwok 120 kubectl wait node --selector=type=kwok --for=condition=Ready --timeout=2s
+wait_until kubelet 180 kubectl wait node "${NODE_NAME}" --for=condition=Ready --timeout=2s
+wait_until kube-proxy 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${PROXY_HEALTHZ_PORT}/healthz"
 
 log "up: $(kubectl version 2>/dev/null | tr '\n' ' ')"
 log "nodes: $(kubectl get nodes --no-headers 2>/dev/null | awk '{print $1 "=" $2}' | tr '\n' ' ')"

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Images for the test bed's real node, built without a container engine or a registry and
+# imported into the bed's containerd (hack/cluster/node/node.sh):
+#
+#   images.sh base                         the pod sandbox image (registry.k8s.io/pause:3.10, our
+#                                          bin/pause) and the Redis image (localhost/redis:bed, and
+#                                          localhost/redis:<version>): Debian's redis-server and
+#                                          redis-cli with the libraries they link, uid 999
+#   images.sh operator IMG_CONTROLLER IMG_WEBHOOK
+#                                          redis-controller and redis-webhook from target/release
+#                                          (CARGO_TARGET_DIR honoured), as `make docker-build` names
+#                                          them: the binary in /usr/local/bin, uid 65532
+#
+# Each image is packed by bin/oci-image (hack/cluster/images) into bin/images/NAME.tar, rebuilt
+# only when its inputs change, and imported when the bed is up (skipped with a note otherwise).
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=node/node.sh
+source "${cluster_here}/node/node.sh"
+
+log() { printf '[images] %s\n' "$*" >&2; }
+
+images_dir="${bin_dir}/images"
+mkdir -p "$images_dir"
+[[ -x ${bin_dir}/oci-image && -x ${bin_dir}/pause ]] || "${cluster_here}/build.sh" images
+
+# copy_binary ROOTFS SRC DEST: SRC (links resolved) at DEST in ROOTFS, and every library it links.
+copy_binary() {
+  local rootfs=$1 src=$2 dest=$3 lib
+  install -D -m 0755 "$(readlink -f "$src")" "${rootfs}${dest}"
+  while read -r lib; do
+    [[ -e ${rootfs}${lib} ]] || install -D -m 0755 "$(readlink -f "$lib")" "${rootfs}${lib}"
+  done < <(ldd "$src" | awk '/=> \// { print $3 } /^[[:space:]]*\/[^ ]*ld-linux/ { print $1 }')
+}
+
+# base_files ROOTFS USER UID: /etc/passwd, /etc/group, /tmp as in a minimal distro image.
+base_files() {
+  local rootfs=$1 user=$2 uid=$3
+  mkdir -p "${rootfs}/etc" "${rootfs}/tmp"
+  chmod 1777 "${rootfs}/tmp"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\n%s:x:%s:%s:%s:/nonexistent:/sbin/nologin\n' \
+    "$user" "$uid" "$uid" "$user" >"${rootfs}/etc/passwd"
+  printf 'root:x:0:\n%s:x:%s:\n' "$user" "$uid" >"${rootfs}/etc/group"
+  printf 'hosts: files dns\n' >"${rootfs}/etc/nsswitch.conf"
+}
+
+# pack NAME ROOTFS OCI-IMAGE-ARGS...: bin/images/NAME.tar unless one from the same inputs exists.
+pack() {
+  local name=$1 rootfs=$2 out="${images_dir}/$1.tar"
+  shift 2
+  local key
+  key=$({
+    printf '%s\n' "$@"
+    (cd "$rootfs" && find . -printf '%p %m %U %G %s\n' | sort && find . -type f -print0 | sort -z | xargs -0r cat)
+  } | sha256sum | cut -c1-16)
+  if [[ -f $out && $(cat "${out}.key" 2>/dev/null) == "$key" ]]; then
+    log "${name}: unchanged (${out})"
+    return
+  fi
+  "${bin_dir}/oci-image" --rootfs "$rootfs" --out "$out" "$@"
+  echo "$key" >"${out}.key"
+  log "${name}: packed $(du -h "$out" | cut -f1) into ${out}"
+}
+
+# import NAME: load bin/images/NAME.tar into the bed's containerd, if it runs.
+import() {
+  if [[ -z $(pid_of containerd) ]]; then
+    log "$1: the bed's containerd is not running (make cluster-up imports on start)"
+    return
+  fi
+  node_ctr images import --no-unpack=false "${images_dir}/$1.tar" >/dev/null
+  log "$1: imported into the real node's containerd"
+}
+
+build_base() {
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+
+  mkdir -p "${work}/pause"
+  install -D -m 0755 "${bin_dir}/pause" "${work}/pause/pause"
+  pack pause "${work}/pause" --tag "$PAUSE_IMAGE" --entrypoint /pause --user 65535:65535
+
+  local redis_version
+  redis_version=$(redis-server --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
+  [[ -n $redis_version ]] || { log "cannot read redis-server's version"; exit 1; }
+  local rootfs="${work}/redis"
+  copy_binary "$rootfs" /usr/bin/redis-server /usr/bin/redis-server
+  copy_binary "$rootfs" /usr/bin/redis-cli /usr/bin/redis-cli
+  base_files "$rootfs" redis 999
+  install -d -m 0755 -o 999 -g 999 "${rootfs}/data"
+  pack redis "$rootfs" --tag localhost/redis:bed --tag "localhost/redis:${redis_version}" \
+    --user 999:999 --workdir /data --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --cmd redis-server
+
+  import pause
+  import redis
+}
+
+build_operator() {
+  local img_controller=$1 img_webhook=$2 target binary img work
+  target=${CARGO_TARGET_DIR:-${cluster_root}/target}/release
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  for binary in redis-controller redis-webhook; do
+    [[ -x ${target}/${binary} ]] || { log "no ${target}/${binary}: run 'cargo build --release --bins' first"; exit 1; }
+    img=$img_controller
+    [[ $binary == redis-controller ]] || img=$img_webhook
+    copy_binary "${work}/${binary}" "${target}/${binary}" "/usr/local/bin/${binary}"
+    base_files "${work}/${binary}" nonroot 65532
+    pack "$binary" "${work}/${binary}" --tag "$img" --user 65532:65532 --entrypoint "/usr/local/bin/${binary}"
+    import "$binary"
+  done
+}
+
+case ${1:-} in
+  base) build_base ;;
+  operator)
+    (($# == 3)) || { echo "usage: $0 operator IMG_CONTROLLER IMG_WEBHOOK" >&2; exit 2; }
+    build_operator "$2" "$3"
+    ;;
+  *)
+    echo "usage: $0 base | operator IMG_CONTROLLER IMG_WEBHOOK" >&2
+    exit 2
+    ;;
+esac
