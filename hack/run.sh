@@ -41,6 +41,12 @@ stop() {
   done
 }
 
+# rules KIND: the chart's webhook rules (charts/redis-operator/files/KIND-webhook-rules.yaml),
+# indented to sit under a webhook's `rules:`.
+rules() {
+  sed -e '/^#/d' -e 's/^/      /' "charts/redis-operator/files/$1-webhook-rules.yaml"
+}
+
 wait_http() { # wait_http URL WHAT
   local i
   for i in $(seq 1 300); do
@@ -88,7 +94,7 @@ webhooks:
     namespaceSelector:
       matchExpressions: [{key: e2e.redis-operator/test, operator: DoesNotExist}]
     rules:
-      - {apiGroups: ["myapp.tangx.in"], apiVersions: ["v1"], resources: ["redis"], operations: ["CREATE", "UPDATE"], scope: Namespaced}
+$(rules mutating)
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -106,7 +112,7 @@ webhooks:
     namespaceSelector:
       matchExpressions: [{key: e2e.redis-operator/test, operator: DoesNotExist}]
     rules:
-      - {apiGroups: ["myapp.tangx.in"], apiVersions: ["v1"], resources: ["redis"], operations: ["CREATE", "UPDATE", "DELETE"], scope: Namespaced}
+$(rules validating)
 YAML
   log "webhook registered with the API server ($config_name, url + caBundle)"
 

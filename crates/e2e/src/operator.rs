@@ -326,13 +326,6 @@ impl Webhook {
             ca_bundle: Some(ByteString(ca.to_vec())),
             service: None,
         };
-        let rule = |operations: &[&str]| RuleWithOperations {
-            api_groups: Some(vec![api::GROUP.to_owned()]),
-            api_versions: Some(vec!["v1".to_owned()]),
-            resources: Some(vec!["redis".to_owned()]),
-            operations: Some(operations.iter().map(|o| (*o).to_owned()).collect()),
-            scope: Some("Namespaced".to_owned()),
-        };
         let only_this_namespace = LabelSelector {
             match_labels: Some(BTreeMap::from([(
                 "kubernetes.io/metadata.name".to_owned(),
@@ -353,7 +346,7 @@ impl Webhook {
                 failure_policy: Some("Fail".to_owned()),
                 side_effects: "None".to_owned(),
                 namespace_selector: Some(only_this_namespace.clone()),
-                rules: Some(vec![rule(&["CREATE", "UPDATE"])]),
+                rules: Some(rules::<RuleWithOperations>("mutating-webhook-rules.yaml")?),
                 timeout_seconds: Some(10),
                 ..MutatingWebhook::default()
             }]),
@@ -367,7 +360,9 @@ impl Webhook {
                 failure_policy: Some("Fail".to_owned()),
                 side_effects: "None".to_owned(),
                 namespace_selector: Some(only_this_namespace),
-                rules: Some(vec![rule(&["CREATE", "UPDATE", "DELETE"])]),
+                rules: Some(rules::<RuleWithOperations>(
+                    "validating-webhook-rules.yaml",
+                )?),
                 timeout_seconds: Some(10),
                 ..ValidatingWebhook::default()
             }]),
@@ -419,7 +414,8 @@ impl Drop for Webhook {
     }
 }
 
-fn rules(file: &str) -> Result<Vec<PolicyRule>, Error> {
+/// The rules of a chart file (`charts/redis-operator/files/*-rules.yaml`): RBAC or webhook rules.
+fn rules<T: serde::de::DeserializeOwned>(file: &str) -> Result<Vec<T>, Error> {
     let path = repo_root().join("charts/redis-operator/files").join(file);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::Manifest {
         path: path.clone(),
@@ -480,7 +476,7 @@ impl ControllerIdentity {
                 &params,
                 &ClusterRole {
                     metadata: role_meta.clone(),
-                    rules: Some(rules("controller-rules.yaml")?),
+                    rules: Some(rules::<PolicyRule>("controller-rules.yaml")?),
                     ..ClusterRole::default()
                 },
             )
@@ -510,7 +506,7 @@ impl ControllerIdentity {
                 &params,
                 &Role {
                     metadata: lease_meta.clone(),
-                    rules: Some(rules("leader-election-rules.yaml")?),
+                    rules: Some(rules::<PolicyRule>("leader-election-rules.yaml")?),
                 },
             )
             .await

@@ -294,6 +294,55 @@ fn templated_crd_is_the_generated_crd_kept_on_uninstall() -> Result<(), Error> {
     Ok(())
 }
 
+#[test]
+fn webhook_rules_are_the_shared_files_and_include_scale() -> Result<(), Error> {
+    let docs = helm_template(&[])?;
+    for (kind, file) in [
+        (
+            "MutatingWebhookConfiguration",
+            "mutating-webhook-rules.yaml",
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validating-webhook-rules.yaml",
+        ),
+    ] {
+        let path = chart_dir().join("files").join(file);
+        let shared: Value = serde_norway::from_str(
+            &std::fs::read_to_string(&path).map_err(|e| manifest_error(&path, e))?,
+        )
+        .map_err(|e| manifest_error(&path, e))?;
+        let config = find(&docs, kind, "redis-operator-webhook")?;
+        assert_eq!(
+            config["webhooks"][0]["rules"], shared,
+            "{kind} rules != {file}"
+        );
+    }
+    // `kubectl scale` writes spec.replicas through redis/scale: the validating webhook must see it.
+    let validating = find(
+        &docs,
+        "ValidatingWebhookConfiguration",
+        "redis-operator-webhook",
+    )?;
+    let scale = validating["webhooks"][0]["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            r["resources"]
+                .as_array()
+                .is_some_and(|rs| rs.contains(&json!("redis/scale")))
+                && r["operations"]
+                    .as_array()
+                    .is_some_and(|os| os.contains(&json!("UPDATE")))
+        });
+    assert!(
+        scale,
+        "the validating webhook is not sent redis/scale UPDATEs"
+    );
+    Ok(())
+}
+
 fn numbers_as_floats(value: Value) -> Value {
     match value {
         Value::Number(n) => n.as_f64().map(Value::from).unwrap_or(Value::Number(n)),
@@ -445,6 +494,62 @@ impl Drop for ReleaseGuard {
             ])
             .output();
     }
+}
+
+/// `kubectl scale` goes through the webhook registered from the chart's rules files, and the
+/// schema's ceiling holds where no webhook is registered.
+#[tokio::test]
+async fn kubectl_scale_is_judged_by_the_schema_and_the_webhook() -> Result<(), Error> {
+    let cluster = Cluster::connect().await?;
+    e2e::install_redis_crd(&cluster.client()).await?;
+    let ns = cluster.namespace("chart-scale").await?;
+    let redis: Api<api::Redis> = ns.api();
+    redis
+        .create(
+            &Default::default(),
+            &api::Redis::new("scaled", api::RedisSpec::default()),
+        )
+        .await
+        .context("creating redis/scaled")?;
+    let scale = |replicas: &str| {
+        e2e::operator::run_kubectl(
+            &cluster,
+            &[
+                "scale",
+                "redis/scaled",
+                "-n",
+                ns.name(),
+                "--replicas",
+                replicas,
+            ],
+        )
+    };
+    // No webhook for this namespace yet: the schema alone refuses what would make the
+    // controller plan billions of pods.
+    let refused = scale("2147483647");
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("spec.replicas") && e.contains("10000")),
+        "the schema let --replicas=2147483647 through: {refused:?}"
+    );
+
+    let webhook = e2e::operator::Webhook::start(&cluster, &ns, &[]).await?;
+    scale("3").map_err(|reason| Error::Process {
+        what: "kubectl scale --replicas 3".into(),
+        reason,
+    })?;
+    let refused = scale("101");
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("spec.replicas: must be <= 100, got 101")),
+        "the webhook let kubectl scale --replicas=101 through: {refused:?}"
+    );
+    let stored = redis.get("scaled").await.context("reading redis/scaled")?;
+    assert_eq!(stored.spec.replicas, Some(3));
+    drop(webhook);
+    Ok(())
 }
 
 async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace), Error> {
