@@ -21,6 +21,73 @@ pub struct PodView {
     pub finished: bool,
     /// It has a deletionTimestamp: already going away.
     pub terminating: bool,
+    /// Why it cannot become Ready on its own, when the kubelet or scheduler says so.
+    pub trouble: Option<PodTrouble>,
+}
+
+/// A pod stuck for a reason the user has to fix (a wrong image, a crashing process, no node):
+/// the Redis's Ready condition says it, so `kubectl get`/`describe`/`wait` show why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodTrouble {
+    pub reason: String,
+    pub message: String,
+}
+
+/// Container waiting reasons that do not resolve without a change (kubelet's names). A failed pull
+/// is reported as `ImagePullBackOff` in both of its alternating states, so the condition does not
+/// flip with every retry.
+fn stuck_waiting_reason(reason: &str) -> Option<&'static str> {
+    Some(match reason {
+        "ImagePullBackOff" | "ErrImagePull" => "ImagePullBackOff",
+        "InvalidImageName" => "InvalidImageName",
+        "ErrImageNeverPull" => "ErrImageNeverPull",
+        "CrashLoopBackOff" => "CrashLoopBackOff",
+        "CreateContainerConfigError" => "CreateContainerConfigError",
+        "CreateContainerError" => "CreateContainerError",
+        "RunContainerError" => "RunContainerError",
+        _ => return None,
+    })
+}
+
+impl PodTrouble {
+    /// What keeps `pod` from serving, if it is stuck: a container waiting for a reason that does
+    /// not pass by itself, else the scheduler finding no node.
+    pub fn of(pod: &Pod) -> Option<Self> {
+        let status = pod.status.as_ref()?;
+        let waiting = status
+            .container_statuses
+            .iter()
+            .flatten()
+            .filter_map(|c| {
+                let waiting = c.state.as_ref()?.waiting.as_ref()?;
+                let reason = stuck_waiting_reason(waiting.reason.as_deref()?)?;
+                let image = c.image.as_str();
+                let message = match waiting.message.as_deref() {
+                    Some(m) if !m.is_empty() => m.to_owned(),
+                    _ => format!("container {} (image {image:?})", c.name),
+                };
+                Some(PodTrouble {
+                    reason: reason.to_owned(),
+                    message,
+                })
+            })
+            .next();
+        waiting.or_else(|| {
+            status
+                .conditions
+                .iter()
+                .flatten()
+                .find(|c| {
+                    c.type_ == "PodScheduled"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable")
+                })
+                .map(|c| PodTrouble {
+                    reason: "Unschedulable".to_owned(),
+                    message: c.message.clone().unwrap_or_default(),
+                })
+        })
+    }
 }
 
 impl PodView {
@@ -43,6 +110,7 @@ impl PodView {
             ready,
             finished: matches!(phase, Some("Failed" | "Succeeded")),
             terminating: pod.metadata.deletion_timestamp.is_some(),
+            trouble: PodTrouble::of(pod),
             name,
         }
     }
@@ -205,6 +273,7 @@ mod tests {
             ready: true,
             finished: false,
             terminating: false,
+            trouble: None,
         }
     }
 
@@ -500,5 +569,42 @@ mod tests {
         )
         .expect("pod");
         assert!(PodView::from_pod("r", &failed).finished);
+    }
+
+    #[test]
+    fn trouble_is_a_stuck_container_or_no_node_and_nothing_else() {
+        let with_status = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "r-0"},
+                "status": status,
+            }))
+            .expect("pod")
+        };
+        let waiting = |reason: &str| {
+            with_status(serde_json::json!({"containerStatuses": [{
+                "name": "redis", "image": "img", "imageID": "", "ready": false,
+                "restartCount": 0, "state": {"waiting": {"reason": reason, "message": "m"}},
+            }]}))
+        };
+        let trouble = |pod: &Pod| PodTrouble::of(pod).map(|t| (t.reason, t.message));
+        let t = |r: &str| Some((r.to_owned(), "m".to_owned()));
+        // Both states of a failing pull read the same, so the status does not flip each retry.
+        assert_eq!(trouble(&waiting("ErrImagePull")), t("ImagePullBackOff"));
+        assert_eq!(trouble(&waiting("ImagePullBackOff")), t("ImagePullBackOff"));
+        assert_eq!(trouble(&waiting("CrashLoopBackOff")), t("CrashLoopBackOff"));
+        // Passing states are not trouble.
+        assert_eq!(trouble(&waiting("ContainerCreating")), None);
+        assert_eq!(trouble(&with_status(serde_json::json!({}))), None);
+        let unschedulable = with_status(serde_json::json!({"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/3 nodes are available",
+        }]}));
+        assert_eq!(
+            trouble(&unschedulable),
+            Some((
+                "Unschedulable".to_owned(),
+                "0/3 nodes are available".to_owned()
+            ))
+        );
     }
 }

@@ -55,6 +55,13 @@ pub fn desired_status(
             format!("{ready}/{replicas} pods are Ready"),
         )
     };
+    let (reason, message) = match (status, stuck(pods)) {
+        ("False", Some((count, pod, trouble))) => (
+            trouble.reason.as_str(),
+            format!("{count} pod(s) stuck, {}: {}", pod.name, trouble.message),
+        ),
+        _ => (reason, message),
+    };
     let previous = stored.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
     let last_transition_time = match previous {
         Some(c) if c.status == status => c.last_transition_time.clone(),
@@ -74,6 +81,17 @@ pub fn desired_status(
             last_transition_time,
         }],
     }
+}
+
+/// How many live pods are stuck (see [`plan::PodTrouble`]), and the one with the lowest ordinal:
+/// what a user has to fix is said before how far the rollout got.
+fn stuck(pods: &[PodView]) -> Option<(usize, &PodView, &plan::PodTrouble)> {
+    let stuck = || {
+        pods.iter()
+            .filter(|p| !p.terminating && p.trouble.is_some())
+    };
+    let first = stuck().min_by_key(|p| (p.ordinal, &p.name))?;
+    Some((stuck().count(), first, first.trouble.as_ref()?))
 }
 
 /// A pod write the API server refused in this pass: its Event reason and what it said.
@@ -113,6 +131,7 @@ mod tests {
             ready,
             finished: false,
             terminating: false,
+            trouble: None,
         }
     }
 
@@ -195,6 +214,54 @@ mod tests {
         };
         assert_eq!(reason(2, &[pod(0, true), old]), "RollingUpdate");
         assert_eq!(reason(0, &[]), "AllReplicasReady");
+    }
+
+    #[test]
+    fn a_stuck_pod_is_the_reason_until_converged() {
+        let stuck = |i: u32, reason: &str| PodView {
+            trouble: Some(plan::PodTrouble {
+                reason: reason.into(),
+                message: format!("Back-off pulling image \"img-{i}\""),
+            }),
+            ..pod(i, false)
+        };
+        let s = desired_status(
+            "r",
+            Some(1),
+            3,
+            "h",
+            &[
+                stuck(2, "ImagePullBackOff"),
+                pod(0, true),
+                stuck(1, "ImagePullBackOff"),
+            ],
+            None,
+            at(10),
+        );
+        let c = ready_condition(&s);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            (
+                "False",
+                "ImagePullBackOff",
+                "2 pod(s) stuck, r-1: Back-off pulling image \"img-1\""
+            )
+        );
+        // A terminating stuck pod is on its way out: it is not the reason.
+        let leaving = PodView {
+            terminating: true,
+            ..stuck(1, "CrashLoopBackOff")
+        };
+        let s = desired_status(
+            "r",
+            Some(1),
+            1,
+            "h",
+            &[pod(0, false), leaving],
+            None,
+            at(10),
+        );
+        assert_eq!(ready_condition(&s).reason, "PodsNotReady");
     }
 
     #[test]
