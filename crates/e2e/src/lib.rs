@@ -16,6 +16,7 @@ mod cluster;
 mod crd;
 mod error;
 mod namespace;
+pub mod node;
 pub mod operator;
 pub mod pods;
 mod wait;

@@ -21,6 +21,8 @@ pub const KEEP_ENV: &str = "E2E_KEEP_NAMESPACES";
 pub struct NamespaceOptions {
     /// Extra labels, e.g. `pod-security.kubernetes.io/enforce=restricted`.
     pub labels: BTreeMap<String, String>,
+    /// Annotations, e.g. the default node selector of [`NamespaceOptions::real_node`].
+    pub annotations: BTreeMap<String, String>,
 }
 
 impl NamespaceOptions {
@@ -28,6 +30,33 @@ impl NamespaceOptions {
     pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.labels.insert(key.into(), value.into());
         self
+    }
+
+    /// Adds an annotation.
+    pub fn annotation(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.annotations.insert(key.into(), value.into());
+        self
+    }
+
+    /// Every pod of the namespace runs on the bed's real node (kubelet + containerd), whatever
+    /// created it: the API server's PodNodeSelector and PodTolerationRestriction admission
+    /// plugins add the node selector and the toleration of its taint (the Redis API has no node
+    /// selector of its own).
+    pub fn real_node(self) -> Self {
+        let toleration = serde_json::json!([{
+            "key": crate::node::NODE_LABEL,
+            "operator": "Equal",
+            "value": "real",
+            "effect": "NoSchedule",
+        }]);
+        self.annotation(
+            "scheduler.alpha.kubernetes.io/node-selector",
+            format!("{}=real", crate::node::NODE_LABEL),
+        )
+        .annotation(
+            "scheduler.alpha.kubernetes.io/defaultTolerations",
+            toleration.to_string(),
+        )
     }
 
     /// Enforces a Pod Security Standards level (`privileged`, `baseline`, `restricted`).
@@ -58,6 +87,7 @@ impl TestNamespace {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 labels: Some(labels),
+                annotations: Some(options.annotations),
                 ..ObjectMeta::default()
             },
             ..Namespace::default()

@@ -1,0 +1,132 @@
+//! The bed's real node (`hack/cluster/node/`): kubelet + containerd + runc + a CNI bridge, so
+//! pods really run. Tests that need real processes put their namespace there with
+//! [`NamespaceOptions::real_node`](crate::NamespaceOptions::real_node) and talk to Redis through
+//! the pod IPs with the machine's own `redis-cli` (installed by `hack/cluster/node/packages.sh`).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use tokio::process::Command;
+
+use crate::{Cluster, Context, Error, repo_root};
+
+/// The real node's name (`NODE_NAME` in `hack/cluster/node/node.sh`).
+pub const NODE_NAME: &str = "real-node-0";
+/// Label (value `real`) and taint key of the real node.
+pub const NODE_LABEL: &str = "redis-operator.dev/node";
+/// The Redis image `hack/cluster/images.sh base` builds from Debian's redis-server and imports.
+pub const REDIS_IMAGE: &str = "localhost/redis:bed";
+/// An image no registry has: every registry resolves to a closed port on 127.0.0.1 on the bed,
+/// so the pull fails at once and nothing leaves the machine.
+pub const MISSING_IMAGE: &str = "localhost/redis:no-such-tag";
+
+/// How long one `redis-cli` call may take.
+const REDIS_CLI_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Checks that the cluster has the real node and that it is Ready: a test that needs real
+/// processes fails here, with a hint, instead of waiting for pods that will never run.
+pub async fn require_real_node(cluster: &Cluster) -> Result<Node, Error> {
+    let nodes: Api<Node> = Api::all(cluster.client());
+    let node = nodes
+        .get_opt(NODE_NAME)
+        .await
+        .context(format!("reading node {NODE_NAME}"))?
+        .ok_or_else(|| Error::Process {
+            what: format!("finding the real node {NODE_NAME}"),
+            reason: "the cluster has no such node; the local test bed starts one \
+                     (make cluster-up, see hack/cluster/README.md)"
+                .into(),
+        })?;
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    if ready {
+        Ok(node)
+    } else {
+        Err(Error::Process {
+            what: format!("using the real node {NODE_NAME}"),
+            reason: "it is not Ready (see .cluster/logs/kubelet.log)".into(),
+        })
+    }
+}
+
+/// The pod's IP, once it has one.
+pub fn pod_ip(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref()?.pod_ip.as_deref()
+}
+
+/// Runs the machine's `redis-cli -h HOST -p PORT ARGS...`; its output, or why it failed.
+pub async fn redis_cli(host: &str, port: u16, args: &[&str]) -> Result<String, String> {
+    let port = port.to_string();
+    let run = Command::new("redis-cli")
+        .args(["-h", host, "-p", &port])
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(REDIS_CLI_TIMEOUT, run)
+        .await
+        .map_err(|_| format!("redis-cli -h {host} -p {port} {args:?}: no answer"))?
+        .map_err(|e| {
+            format!("running redis-cli (hack/cluster/node/packages.sh installs it): {e}")
+        })?;
+    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if output.status.success() && !stdout.starts_with("ERR") {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "redis-cli -h {host} -p {port} {args:?}: {stdout} {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// The bed's containerd socket.
+fn containerd_socket() -> PathBuf {
+    repo_root().join(".cluster/node/containerd/containerd.sock")
+}
+
+/// The host pid of the main process of the pod's container `container`, from the runtime.
+pub async fn container_pid(pod: &Pod, container: &str) -> Result<u32, String> {
+    let id = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == container))
+        .and_then(|c| c.container_id.as_deref())
+        .and_then(|id| id.strip_prefix("containerd://"))
+        .ok_or_else(|| format!("container {container} has no containerd id yet"))?;
+    let output = Command::new("ctr")
+        .arg("--address")
+        .arg(containerd_socket())
+        .args(["--namespace", "k8s.io", "task", "ls"])
+        .output()
+        .await
+        .map_err(|e| format!("running ctr: {e}"))?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some(id)).then(|| words.next()?.parse().ok())?
+        })
+        .ok_or_else(|| format!("no running task {id} in the bed's containerd"))
+}
+
+/// Sends `signal` (e.g. `KILL`, `STOP`) to a host process, as root on the machine would.
+pub async fn signal(pid: u32, signal: &str) -> Result<(), String> {
+    let status = Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .await
+        .map_err(|e| format!("running kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill -s {signal} {pid}: {status}"))
+    }
+}

@@ -1,0 +1,526 @@
+//! The data plane on the bed's real node (kubelet + containerd + runc): the pods the controller
+//! builds really start, pass their own probes and serve Redis, which the tests reach through the
+//! pod IPs with the machine's `redis-cli`. Each test runs in a namespace whose pods all land on
+//! the real node (Pod Security "restricted" enforced).
+
+use std::time::Duration;
+
+use api::{Redis, RedisSpec};
+use e2e::node::{self, MISSING_IMAGE, NODE_NAME, REDIS_IMAGE};
+use e2e::operator::Operator;
+use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+/// Real containers start in seconds, but a pull back-off or a restart takes the kubelet longer.
+const CONVERGE: Duration = Duration::from_secs(120);
+
+async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
+    let cluster = Cluster::connect().await?;
+    node::require_real_node(&cluster).await?;
+    let ns = cluster
+        .namespace_with(
+            prefix,
+            NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node(),
+        )
+        .await?;
+    let operator = Operator::start(&cluster, &ns).await?;
+    Ok((cluster, ns, operator))
+}
+
+fn new_redis(name: &str, replicas: i32, image: &str, port: i32) -> Redis {
+    Redis::new(
+        name,
+        RedisSpec {
+            replicas: Some(replicas),
+            image: Some(image.into()),
+            port: Some(port),
+            ..RedisSpec::default()
+        },
+    )
+}
+
+/// The Redis's pods (terminating ones too), by name.
+async fn pods_of(ns: &TestNamespace, name: &str) -> Result<Vec<Pod>, String> {
+    let pods: Api<Pod> = ns.api();
+    let mut list = pods
+        .list(&ListParams::default().labels(&api::pods::selector_string(name)))
+        .await
+        .map_err(seen)?
+        .items;
+    list.sort_by_key(|p| p.name_any());
+    Ok(list)
+}
+
+/// One line per pod: name, node, phase, readiness, restarts and what its container waits for.
+fn describe(pods: &[Pod]) -> String {
+    pods.iter()
+        .map(|p| {
+            let waiting = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|cs| cs.first())
+                .and_then(|c| c.state.as_ref())
+                .and_then(|s| s.waiting.as_ref())
+                .and_then(|w| w.reason.clone())
+                .unwrap_or_default();
+            format!(
+                "{} {} restarts={} {waiting}",
+                p.name_any(),
+                e2e::pods::describe(p),
+                restarts(p)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map_or(0, |c| c.restart_count)
+}
+
+fn image_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.containers.first()?.image.as_deref()
+}
+
+/// Waits until the Redis has exactly `replicas` pods, all on the real node, running `image`,
+/// Ready through their own probes, and its status says Ready with every replica counted.
+async fn wait_serving(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: usize,
+    image: &str,
+) -> Result<Vec<Pod>, Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(
+        &format!("{name}: {replicas} pods of {image} Ready on {NODE_NAME}"),
+        CONVERGE,
+        || async {
+            let pods = pods_of(ns, name).await?;
+            let status = redis
+                .get(name)
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let ready_condition = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            let serving = pods.len() == replicas
+                && pods.iter().all(|p| {
+                    e2e::pods::is_ready(p)
+                        && p.metadata.deletion_timestamp.is_none()
+                        && image_of(p) == Some(image)
+                        && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+                });
+            if serving && ready_condition && status.ready_replicas == replicas as i32 {
+                Ok(pods)
+            } else {
+                Err(format!(
+                    "status ready={} conditions={:?}; pods: {}",
+                    status.ready_replicas,
+                    status
+                        .conditions
+                        .iter()
+                        .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                        .collect::<Vec<_>>(),
+                    describe(&pods)
+                ))
+            }
+        },
+    )
+    .await
+}
+
+/// `redis-cli -h <podIP> -p <port> ARGS` against one pod.
+async fn cli(pod: &Pod, port: u16, args: &[&str]) -> Result<String, Error> {
+    let ip = node::pod_ip(pod).ok_or_else(|| Error::Process {
+        what: format!("reaching {}", pod.name_any()),
+        reason: "the pod has no IP".into(),
+    })?;
+    node::redis_cli(ip, port, args)
+        .await
+        .map_err(|reason| Error::Process {
+            what: format!("talking to Redis in {}", pod.name_any()),
+            reason,
+        })
+}
+
+/// The tutorial's sample on real processes: both pods Ready through their probes, `PING` answers
+/// `PONG` through each pod IP, and a key written to a pod is read back from it.
+#[tokio::test]
+async fn tutorial_sample_serves_redis_on_the_real_node() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("real-sample").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(
+            &PostParams::default(),
+            &new_redis("my-op-redis", 2, REDIS_IMAGE, 8333),
+        )
+        .await
+        .context("creating my-op-redis")?;
+    let pods = wait_serving(&ns, "my-op-redis", 2, REDIS_IMAGE).await?;
+
+    for pod in &pods {
+        assert_eq!(
+            cli(pod, 8333, &["PING"]).await?,
+            "PONG",
+            "{}",
+            pod.name_any()
+        );
+        let value = format!("written-to-{}", pod.name_any());
+        assert_eq!(cli(pod, 8333, &["SET", "tutorial", &value]).await?, "OK");
+        assert_eq!(cli(pod, 8333, &["GET", "tutorial"]).await?, value);
+        // Each pod is its own redis-server (Standalone), listening where the spec says.
+        let port = cli(pod, 8333, &["CONFIG", "GET", "port"]).await?;
+        assert_eq!(port.lines().last(), Some("8333"), "{port}");
+    }
+    Ok(())
+}
+
+/// A Redis whose image does not exist: its pods wait in ImagePullBackOff and the status says so;
+/// fixing the image rolls every pod (none of them ever Ready) to the new image and Ready.
+#[tokio::test]
+async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("real-image").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(
+            &PostParams::default(),
+            &new_redis("typo", 3, MISSING_IMAGE, 6379),
+        )
+        .await
+        .context("creating typo")?;
+
+    wait_for(
+        "typo's pods in ImagePullBackOff and the status saying so",
+        CONVERGE,
+        || async {
+            let pods = pods_of(&ns, "typo").await?;
+            let backing_off = pods
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.container_statuses.as_ref())
+                        .and_then(|cs| cs.first())
+                        .and_then(|c| c.state.as_ref()?.waiting.as_ref()?.reason.as_deref())
+                        .is_some_and(|r| r == "ImagePullBackOff" || r == "ErrImagePull")
+                })
+                .count();
+            let status = redis
+                .get("typo")
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
+            let says_so = ready.is_some_and(|c| {
+                c.status == "False"
+                    && c.reason == "ImagePullBackOff"
+                    && c.message.contains(MISSING_IMAGE)
+            });
+            if pods.len() == 3 && backing_off == 3 && says_so {
+                Ok(())
+            } else {
+                Err(format!("Ready={ready:?}; pods: {}", describe(&pods)))
+            }
+        },
+    )
+    .await?;
+
+    redis
+        .patch(
+            "typo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"image": REDIS_IMAGE}})),
+        )
+        .await
+        .context("fixing typo's image")?;
+    let pods = wait_serving(&ns, "typo", 3, REDIS_IMAGE).await?;
+    for pod in &pods {
+        assert_eq!(cli(pod, 6379, &["PING"]).await?, "PONG");
+    }
+    Ok(())
+}
+
+/// Killing redis-server in a pod: the kubelet restarts the container, the status counts the pod
+/// as not Ready meanwhile and as Ready again after; a redis-server that hangs (stopped, its
+/// socket still accepting) fails the liveness probe and is restarted too.
+#[tokio::test]
+async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("real-liveness").await?;
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(
+            &PostParams::default(),
+            &new_redis("live", 2, REDIS_IMAGE, 6379),
+        )
+        .await
+        .context("creating live")?;
+    wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
+
+    for (signal, what) in [("KILL", "killed"), ("STOP", "hung")] {
+        let pods = pods_of(&ns, "live")
+            .await
+            .map_err(|reason| Error::Process {
+                what: "listing live's pods".into(),
+                reason,
+            })?;
+        let victim = pods
+            .iter()
+            .find(|p| p.name_any() == "live-0")
+            .cloned()
+            .ok_or_else(|| Error::Process {
+                what: "finding live-0".into(),
+                reason: describe(&pods),
+            })?;
+        let before = restarts(&victim);
+        let pid = node::container_pid(&victim, "redis")
+            .await
+            .map_err(|reason| Error::Process {
+                what: "finding live-0's redis-server".into(),
+                reason,
+            })?;
+        node::signal(pid, signal)
+            .await
+            .map_err(|reason| Error::Process {
+                what: format!("signalling live-0's redis-server ({what})"),
+                reason,
+            })?;
+
+        wait_for(
+            &format!("live-0 ({what}) to be restarted and the status to count it out"),
+            CONVERGE,
+            || async {
+                let pods = pods_of(&ns, "live").await?;
+                let status = redis
+                    .get("live")
+                    .await
+                    .map_err(seen)?
+                    .status
+                    .unwrap_or_default();
+                let pod = pods.iter().find(|p| p.name_any() == "live-0");
+                let restarted = pod.is_some_and(|p| restarts(p) > before);
+                let counted_out = status.ready_replicas < 2;
+                // Either the status caught the pod down, or the pod is already back up.
+                if restarted || counted_out {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "ready={}; {}",
+                        status.ready_replicas,
+                        describe(&pods)
+                    ))
+                }
+            },
+        )
+        .await?;
+        let pods = wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
+        let pod = pods.iter().find(|p| p.name_any() == "live-0");
+        assert!(
+            pod.is_some_and(|p| restarts(p) > before),
+            "live-0 was {what} but not restarted: {}",
+            describe(&pods)
+        );
+        // The same pod (not a replacement) answers again.
+        assert_eq!(pod.and_then(|p| p.uid()), victim.uid());
+        if let Some(pod) = pod {
+            assert_eq!(cli(pod, 6379, &["PING"]).await?, "PONG");
+        }
+    }
+    Ok(())
+}
+
+/// Uninstalls a test release (and its cluster-scoped objects) when dropped, also on failure.
+struct Release {
+    name: String,
+    namespace: String,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(helm())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(["uninstall", &self.name, "--namespace", &self.namespace])
+            .args(["--ignore-not-found", "--wait=false"])
+            .output();
+        let _ = std::process::Command::new(e2e::operator::kubectl())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args([
+                "delete",
+                "mutatingwebhookconfigurations,validatingwebhookconfigurations,clusterroles,clusterrolebindings",
+                "-l",
+                &format!("app.kubernetes.io/instance={}", self.name),
+                "--ignore-not-found",
+                "--wait=false",
+            ])
+            .output();
+    }
+}
+
+fn helm() -> std::path::PathBuf {
+    e2e::repo_root().join("bin").join("helm")
+}
+
+/// `helm install` of the chart with the project's own images (`make images` imports them into
+/// the real node's runtime under the names `make docker-build` gives): both Deployments become
+/// Ready on the real node, the API server calls the webhook through its Service (a bad spec is
+/// refused with the webhook's message), and a Redis created through this install serves.
+#[tokio::test]
+async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
+    let cluster = Cluster::connect().await?;
+    node::require_real_node(&cluster).await?;
+    e2e::install_redis_crd(&cluster.client()).await?;
+    // The release's webhooks only see namespaces labelled for it, so other tests never meet them.
+    let selector_label = "e2e.redis-operator/real-node-release";
+    let ns = cluster
+        .namespace_with(
+            "real-helm",
+            NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node()
+                .label(selector_label, "on"),
+        )
+        .await?;
+    let release = Release {
+        name: "real".into(),
+        namespace: ns.name().to_owned(),
+        kubeconfig: cluster.kubeconfig().to_owned(),
+    };
+    let values = json!({
+        "controller": {"watchNamespace": ns.name()},
+        "webhook": {"namespaceSelector": {"matchLabels": {selector_label: "on"}}},
+    });
+    let values_file = e2e::repo_root()
+        .join("target/e2e-logs")
+        .join(ns.name())
+        .join("values.json");
+    let write = values_file
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&values_file, values.to_string()));
+    write.map_err(|e| Error::Process {
+        what: format!("writing {}", values_file.display()),
+        reason: e.to_string(),
+    })?;
+    let installed = std::process::Command::new(helm())
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .args(["install", &release.name])
+        .arg(e2e::repo_root().join("charts/redis-operator"))
+        .args([
+            "--namespace",
+            ns.name(),
+            "--skip-crds",
+            "--wait",
+            "--timeout",
+            "3m",
+            "-f",
+        ])
+        .arg(&values_file)
+        .output()
+        .map_err(|e| Error::Process {
+            what: "running helm install".into(),
+            reason: e.to_string(),
+        })?;
+    if !installed.status.success() {
+        let pods: Api<Pod> = ns.api();
+        let seen = pods
+            .list(&ListParams::default())
+            .await
+            .map(|l| describe(&l.items))
+            .unwrap_or_default();
+        return Err(Error::Process {
+            what: "helm install --wait of the chart on the real node".into(),
+            reason: format!(
+                "{}\npods: {seen}\n(are the images imported? `make images`)",
+                String::from_utf8_lossy(&installed.stderr)
+            ),
+        });
+    }
+
+    // Both Deployments' pods run the images on the real node (helm --wait saw them Ready).
+    let pods: Api<Pod> = ns.api();
+    let operator_pods = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/instance=real"))
+        .await
+        .context("listing the release's pods")?
+        .items;
+    for component in ["controller", "webhook"] {
+        let pod = operator_pods.iter().find(|p| {
+            p.labels()
+                .get("app.kubernetes.io/component")
+                .map(String::as_str)
+                == Some(component)
+        });
+        let on_real_node = pod.is_some_and(|p| {
+            e2e::pods::is_ready(p)
+                && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+        });
+        assert!(on_real_node, "{component}: {}", describe(&operator_pods));
+    }
+
+    // Admission through the webhook's Service: the webhook's own message comes back.
+    let redis_api: Api<Redis> = ns.api();
+    let refused = redis_api
+        .create(
+            &PostParams::default(),
+            &new_redis("low-port", 1, REDIS_IMAGE, 6000),
+        )
+        .await;
+    match refused {
+        Err(kube::Error::Api(status)) => assert!(
+            status
+                .message
+                .contains("spec.port: must be >= 6379, got 6000"),
+            "{status:?}"
+        ),
+        other => panic!("the webhook should refuse port 6000: {other:?}"),
+    }
+
+    // A Redis through this install: defaulted by the webhook, reconciled by the controller pod.
+    redis_api
+        .create(
+            &PostParams::default(),
+            &new_redis("via-helm", 1, REDIS_IMAGE, 7000),
+        )
+        .await
+        .context("creating via-helm")?;
+    let pods = wait_serving(&ns, "via-helm", 1, REDIS_IMAGE).await?;
+    assert_eq!(cli(&pods[0], 7000, &["PING"]).await?, "PONG");
+    let stored = redis_api
+        .get("via-helm")
+        .await
+        .context("reading via-helm")?;
+    assert_eq!(
+        stored.spec.image_pull_policy.map(|p| p.as_str().to_owned()),
+        Some("IfNotPresent".to_owned()),
+        "the webhook's defaults"
+    );
+
+    // The Redis goes before the release, so its finalizer is handled by the controller pod.
+    redis_api
+        .delete("via-helm", &Default::default())
+        .await
+        .context("deleting via-helm")?;
+    wait_for("via-helm to be gone", CONVERGE, || async {
+        match redis_api.get_opt("via-helm").await.map_err(seen)? {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await?;
+    drop(release);
+    Ok(())
+}
