@@ -1,7 +1,7 @@
 //! Command line of `redis-webhook` (every flag also reads an environment variable).
 
 use crate::certs::GenCertsArgs;
-use crate::server::Config;
+use crate::server::{Config, Limits};
 use api::Policy;
 use clap::{Args, Parser, Subcommand};
 use ops::LogFormat;
@@ -83,10 +83,36 @@ pub struct ServeArgs {
     #[arg(long, env = "REDIS_WEBHOOK_MAX_REPLICAS", default_value_t = 100)]
     pub max_replicas: i32,
 
-    /// Largest request body accepted (bytes); larger ones get 413. UPDATE reviews carry the
-    /// object twice, so keep this well above twice the largest Redis.
-    #[arg(long, env = "REDIS_WEBHOOK_MAX_BODY_BYTES", default_value_t = 4 * 1024 * 1024)]
+    /// Largest request body accepted (bytes); larger ones get 413. An UPDATE review carries the
+    /// object twice; the API server caps a Redis's annotations at 256 KiB and its spec is a few
+    /// fields, so real reviews stay far below 1 MiB. Memory grows with this times
+    /// --max-in-flight.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+
+    /// Open connections at most; more wait until one closes.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
+
+    /// Reviews read and decided at once, over all connections.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_IN_FLIGHT", default_value_t = Limits::default().max_in_flight)]
+    pub max_in_flight: usize,
+
+    /// HTTP/2 streams per connection.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_CONCURRENT_STREAMS", default_value_t = Limits::default().max_concurrent_streams)]
+    pub max_concurrent_streams: u32,
+
+    /// Time for the TLS handshake and (HTTP/1.1) a request's headers.
+    #[arg(long, env = "REDIS_WEBHOOK_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// A connection without a request for this long is closed.
+    #[arg(long, env = "REDIS_WEBHOOK_IDLE_TIMEOUT", default_value = "90s", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// Time to receive a request's body and answer it (408 after).
+    #[arg(long, env = "REDIS_WEBHOOK_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
 
     /// How often the certificate files are checked for changes.
     #[arg(long, env = "REDIS_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration)]
@@ -116,6 +142,14 @@ impl From<ServeArgs> for Config {
             max_body_bytes: args.max_body_bytes,
             cert_reload_interval: args.cert_reload_interval,
             shutdown_timeout: args.shutdown_timeout,
+            limits: Limits {
+                max_connections: args.max_connections.max(1),
+                max_in_flight: args.max_in_flight.max(1),
+                max_concurrent_streams: args.max_concurrent_streams.max(1),
+                header_read_timeout: args.header_read_timeout,
+                idle_timeout: args.idle_timeout,
+                request_timeout: args.request_timeout,
+            },
         }
     }
 }
@@ -134,7 +168,8 @@ mod tests {
         assert_eq!(config.tls_cert_file, PathBuf::from("certs/tls.crt"));
         assert_eq!(config.tls_key_file, PathBuf::from("certs/tls.key"));
         assert_eq!(config.policy, Policy::default());
-        assert_eq!(config.max_body_bytes, 4 * 1024 * 1024);
+        assert_eq!(config.max_body_bytes, 1024 * 1024);
+        assert_eq!(config.limits, Limits::default());
     }
 
     #[test]

@@ -16,4 +16,4 @@ pub mod server;
 pub mod tls;
 
 pub use error::Error;
-pub use server::{Config, Webhook};
+pub use server::{Config, Limits, Webhook};

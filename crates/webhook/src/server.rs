@@ -14,22 +14,64 @@ use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use kube::core::admission::Operation;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 
-/// A client that opens TCP but never finishes the TLS handshake must not hold a task forever.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// What one client may take of the webhook, so that nobody inside the cluster can starve the
+/// API server's reviews (slowloris connections, stream floods, bodies at the limit).
+///
+/// Memory: at most `max_in_flight` bodies of up to `max_body_bytes` are read and decoded at once
+/// (a decoded review takes about twice its size), and each of `max_connections` connections
+/// buffers at most its HTTP/2 window; with the defaults that is well under the chart's 128 Mi.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Open connections; more wait in the listen backlog until one closes.
+    pub max_connections: usize,
+    /// Reviews being read and decided at once, over all connections.
+    pub max_in_flight: usize,
+    /// HTTP/2 streams per connection (hyper's default is 200).
+    pub max_concurrent_streams: u32,
+    /// TLS handshake, and (HTTP/1.1) the request line and headers, must arrive within this.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (HTTP/2: after a GOAWAY).
+    pub idle_timeout: Duration,
+    /// Reading a request's body and answering it; a client that trickles its body gets 408.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 128,
+            max_in_flight: 16,
+            max_concurrent_streams: 16,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(90),
+            // kube-apiserver waits at most 30 s for a webhook (timeoutSeconds).
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// HTTP/2 flow-control windows: how much one stream, and one connection, may send before the
+/// webhook reads it. Small, so waiting streams buffer little; reviews are a few KiB.
+const H2_STREAM_WINDOW: u32 = 64 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 256 * 1024;
+/// How often an HTTP/2 connection is pinged, and how long the answer may take, so a vanished
+/// peer does not hold its connection.
+const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything the server needs, decided by the command line.
 #[derive(Debug, Clone)]
@@ -42,6 +84,7 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub cert_reload_interval: Duration,
     pub shutdown_timeout: Duration,
+    pub limits: Limits,
 }
 
 struct AppState {
@@ -145,7 +188,7 @@ impl Webhook {
             acceptor,
             admission_router(state.clone()),
             shutdown,
-            config.shutdown_timeout,
+            &config,
             &state,
         )
         .await;
@@ -165,13 +208,24 @@ async fn serve_admission(
     acceptor: TlsAcceptor,
     router: Router,
     shutdown: impl Future<Output = ()>,
-    shutdown_timeout: Duration,
+    config: &Config,
     state: &AppState,
 ) {
-    let graceful = GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let limits = Arc::new(config.limits.clone());
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    let (stop, stopping) = watch::channel(false);
+    let builders = Arc::new(Builders::new(&limits));
     tokio::pin!(shutdown);
     loop {
+        // A slot first: at the limit, new connections wait in the kernel's backlog.
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = connections.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
         let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -184,30 +238,221 @@ async fn serve_admission(
                 }
             },
         };
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(router.clone());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
+        let connection = Connection {
+            acceptor: acceptor.clone(),
+            router: router.clone(),
+            builders: builders.clone(),
+            limits: limits.clone(),
+            in_flight: in_flight.clone(),
+            stopping: stopping.clone(),
+        };
         tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-            };
-            let connection = builder.serve_connection(TokioIo::new(tls), service);
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
+            connection.serve(stream, peer).await;
+            drop(permit);
         });
     }
     drop(listener);
     state.ready.store(false, Ordering::SeqCst);
     tracing::info!("shutting down: no new connections, finishing in-flight requests");
-    if tokio::time::timeout(shutdown_timeout, graceful.shutdown())
+    let _ = stop.send(true);
+    // Every connection holds a slot until it ends: all slots back means all drained.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(config.shutdown_timeout, connections.acquire_many(all))
         .await
         .is_err()
     {
-        tracing::warn!(timeout = ?shutdown_timeout, "in-flight requests did not finish in time");
+        tracing::warn!(timeout = ?config.shutdown_timeout, "in-flight requests did not finish in time");
+    }
+}
+
+/// One hyper builder per protocol. The protocol is the one ALPN chose (HTTP/1.1 when the
+/// client offered none): hyper-util's auto-detection waits for the first bytes with no
+/// timeout, so a client that sends nothing would hold its connection for ever.
+struct Builders {
+    http1: auto::Builder<TokioExecutor>,
+    http2: auto::Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(limits: &Limits) -> Self {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout)
+            .keep_alive(true)
+            // Request line and headers; a review's are a few hundred bytes.
+            .max_buf_size(64 * 1024);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(limits.max_concurrent_streams)
+            .initial_stream_window_size(H2_STREAM_WINDOW)
+            .initial_connection_window_size(H2_CONNECTION_WINDOW)
+            .max_header_list_size(64 * 1024)
+            .keep_alive_interval(H2_KEEP_ALIVE_INTERVAL)
+            .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT);
+        Builders {
+            http1: builder.clone().http1_only(),
+            http2: builder.http2_only(),
+        }
+    }
+}
+
+/// What a connection's task needs.
+struct Connection {
+    acceptor: TlsAcceptor,
+    router: Router,
+    builders: Arc<Builders>,
+    limits: Arc<Limits>,
+    in_flight: Arc<Semaphore>,
+    stopping: watch::Receiver<bool>,
+}
+
+impl Connection {
+    async fn serve(self, stream: TcpStream, peer: SocketAddr) {
+        let Connection {
+            acceptor,
+            router,
+            builders,
+            limits,
+            in_flight,
+            mut stopping,
+        } = self;
+        let tls =
+            match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+            };
+        let builder = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => &builders.http2,
+            _ => &builders.http1,
+        };
+        let activity = Arc::new(Activity::new());
+        let service = Reviews {
+            inner: TowerToHyperService::new(router),
+            activity: activity.clone(),
+            in_flight,
+            request_timeout: limits.request_timeout,
+        };
+        let connection = builder.serve_connection(TokioIo::new(tls), service);
+        tokio::pin!(connection);
+        // Once closing, in-flight requests get at most the request timeout to finish.
+        let mut closing: Option<tokio::time::Instant> = None;
+        loop {
+            let deadline =
+                closing.unwrap_or_else(|| tokio::time::Instant::now() + limits.idle_timeout);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                    return;
+                }
+                _ = stopping.wait_for(|stop| *stop), if closing.is_none() => {
+                    connection.as_mut().graceful_shutdown();
+                    closing = Some(tokio::time::Instant::now() + limits.request_timeout);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    if closing.is_some() {
+                        return tracing::debug!(%peer, "connection closed: it did not finish in time");
+                    }
+                    if activity.idle_for() >= limits.idle_timeout {
+                        tracing::debug!(%peer, "closing an idle connection");
+                        connection.as_mut().graceful_shutdown();
+                        closing = Some(tokio::time::Instant::now() + limits.request_timeout);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// When a connection last had a request in flight.
+struct Activity {
+    in_flight: AtomicUsize,
+    last: Mutex<Instant>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            in_flight: AtomicUsize::new(0),
+            last: Mutex::new(Instant::now()),
+        }
+    }
+
+    fn touch(&self) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Instant::now();
+        }
+    }
+
+    /// Zero while a request is in flight; else how long since the last one ended.
+    fn idle_for(&self) -> Duration {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        self.last.lock().map(|l| l.elapsed()).unwrap_or_default()
+    }
+}
+
+/// Marks a request in flight on its connection until dropped.
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn new(activity: Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::SeqCst);
+        activity.touch();
+        InFlight(activity)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The admission router behind the per-request limits: one of `max_in_flight` slots, and the
+/// request timeout over waiting for it, reading the body and answering.
+#[derive(Clone)]
+struct Reviews {
+    inner: TowerToHyperService<Router>,
+    activity: Arc<Activity>,
+    in_flight: Arc<Semaphore>,
+    request_timeout: Duration,
+}
+
+impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Reviews {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Response, Self::Error>> + Send>>;
+
+    fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        let marker = InFlight::new(self.activity.clone());
+        let in_flight = self.in_flight.clone();
+        let timeout = self.request_timeout;
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let answered = tokio::time::timeout(timeout, async move {
+                let _slot = in_flight.acquire_owned().await;
+                answer.await
+            })
+            .await;
+            drop(marker);
+            Ok(match answered {
+                Ok(Ok(response)) => response,
+                Ok(Err(never)) => match never {},
+                Err(_) => (
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!("the request was not received and answered within {timeout:?}"),
+                )
+                    .into_response(),
+            })
+        })
     }
 }
 

@@ -69,6 +69,7 @@ pub fn config(dir: &Path) -> Config {
         max_body_bytes: 64 * 1024,
         cert_reload_interval: Duration::from_millis(100),
         shutdown_timeout: Duration::from_secs(5),
+        limits: webhook::Limits::default(),
     }
 }
 
