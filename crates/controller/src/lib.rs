@@ -4,6 +4,8 @@
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
 //! - [`status`]: the status the pods amount to (pure).
 //! - [`terminating`]: namespaces being deleted, learnt from the API server's refusals.
+//! - [`watched`]: Redis objects watched untyped and decoded one by one, so one bad object does
+//!   not stop the others.
 //! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
 //! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
@@ -17,5 +19,6 @@ pub mod reconcile;
 pub mod run;
 pub mod status;
 pub mod terminating;
+pub mod watched;
 
 pub use error::Error;

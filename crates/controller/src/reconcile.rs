@@ -7,11 +7,14 @@ use crate::plan::{self, Action, DeleteReason, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
 use crate::status::{PodFailure, desired_status, with_failure};
 use crate::terminating::TerminatingNamespaces;
+use crate::watched;
 use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -38,7 +41,7 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per Redis, for exponential backoff.
-    failures: Mutex<HashMap<ObjectRef<Redis>, u32>>,
+    failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
     terminating: Mutex<TerminatingNamespaces>,
 }
 
@@ -65,35 +68,132 @@ impl Context {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Redis>, u32>> {
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<DynamicObject>, u32>> {
         self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// Entry point for kube-runtime's Controller: the finalizer helper splits apply from cleanup.
-pub async fn reconcile(redis: Arc<Redis>, ctx: Arc<Context>) -> Result<Requeue, Error> {
+/// Entry point for kube-runtime's Controller. Redis objects are watched untyped and decoded here,
+/// one by one (see `watched`): one that does not decode is reported, and the others carry on.
+pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Requeue, Error> {
     let _timer = ctx.metrics.reconcile_started();
-    let namespace = redis
-        .namespace()
-        .ok_or(Error::IncompleteObject("namespace"))?;
-    let api: Api<Redis> = Api::namespaced(ctx.client.clone(), &namespace);
-    let key = ObjectRef::from_obj(redis.as_ref());
-    let result = finalizer(&api, FINALIZER, redis, |event| async {
-        match event {
-            Finalizer::Apply(redis) => apply(&redis, &ctx).await,
-            Finalizer::Cleanup(redis) => cleanup(&redis, &ctx).await,
-        }
-    })
-    .await
-    .map_err(|e| Error::Finalizer(Box::new(e)));
+    let key = ObjectRef::from_obj_with(obj.as_ref(), watched::resource());
+    let result = match watched::decode(&obj) {
+        Ok(redis) => reconcile_redis(Arc::new(redis), &ctx).await,
+        Err(reason) => undecodable(&obj, &reason, &ctx).await,
+    };
     if result.is_ok() {
         ctx.failures().remove(&key);
     }
     result
 }
 
+/// The finalizer helper splits apply from cleanup.
+async fn reconcile_redis(redis: Arc<Redis>, ctx: &Context) -> Result<Requeue, Error> {
+    let namespace = redis
+        .namespace()
+        .ok_or(Error::IncompleteObject("namespace"))?;
+    let api: Api<Redis> = Api::namespaced(ctx.client.clone(), &namespace);
+    finalizer(&api, FINALIZER, redis, |event| async {
+        match event {
+            Finalizer::Apply(redis) => apply(&redis, ctx).await,
+            Finalizer::Cleanup(redis) => cleanup(&redis, ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+/// A stored Redis that does not decode: say so (log, Warning Event, `InvalidSpec` in the Ready
+/// condition), and wait for the user to fix it. Being deleted, it is still cleaned up and
+/// released, from its metadata alone.
+async fn undecodable(obj: &DynamicObject, reason: &str, ctx: &Context) -> Result<Requeue, Error> {
+    let namespace = obj
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::IncompleteObject("namespace"))?;
+    let name = obj
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(Error::IncompleteObject("name"))?;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), namespace, &watched::resource());
+    if obj.metadata.deletion_timestamp.is_some() {
+        let Some(index) = obj.finalizers().iter().position(|f| f == FINALIZER) else {
+            return Ok(Requeue::await_change());
+        };
+        cleanup(&watched::metadata_only(obj), ctx).await?;
+        // As kube's finalizer helper does, without reading the object back as a Redis.
+        let path = format!("/metadata/finalizers/{index}");
+        let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+            {"op": "test", "path": path, "value": FINALIZER},
+            {"op": "remove", "path": path},
+        ]))
+        .map_err(|_| Error::IncompleteObject("finalizer patch"))?;
+        api.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+            .await
+            .map_err(Error::Kube)?;
+        return Ok(Requeue::await_change());
+    }
+    let message = format!("the stored Redis cannot be read: {reason}");
+    tracing::warn!(redis = %name, %namespace, %message, "not reconciling this Redis");
+    if watched::already_reported(obj, &message) {
+        return Ok(Requeue::await_change());
+    }
+    let reference = ObjectReference {
+        api_version: Some(Redis::api_version(&()).into_owned()),
+        kind: Some(Redis::kind(&()).into_owned()),
+        name: Some(name.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        uid: obj.metadata.uid.clone(),
+        ..ObjectReference::default()
+    };
+    publish(
+        ctx,
+        &reference,
+        None,
+        EventType::Warning,
+        watched::INVALID_SPEC,
+        "Reconcile",
+        message.clone(),
+    )
+    .await;
+    let condition = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        type_: crate::status::READY.to_owned(),
+        status: "False".to_owned(),
+        reason: watched::INVALID_SPEC.to_owned(),
+        message,
+        observed_generation: obj.metadata.generation,
+        last_transition_time: now(),
+    };
+    let patch = serde_json::json!({
+        "apiVersion": Redis::api_version(&()),
+        "kind": Redis::kind(&()),
+        "status": {"conditions": [condition]},
+    });
+    // Best effort: the Event and the log already say it.
+    match api
+        .patch_status(
+            name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        Ok(_) => {
+            ctx.metrics.status_writes.inc();
+        }
+        Err(e) => {
+            tracing::warn!(redis = %name, error = %e, "could not write the InvalidSpec condition")
+        }
+    }
+    Ok(Requeue::await_change())
+}
+
 /// Requeue policy: conflicts and waits retry soon; other errors back off exponentially per Redis.
-pub fn error_policy(redis: Arc<Redis>, error: &Error, ctx: Arc<Context>) -> Requeue {
+pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>) -> Requeue {
     ctx.metrics
         .failures
         .get_or_create(&ReasonLabels {
@@ -107,7 +207,10 @@ pub fn error_policy(redis: Arc<Redis>, error: &Error, ctx: Arc<Context>) -> Requ
     let attempt = {
         let mut failures = ctx.failures();
         let n = failures
-            .entry(ObjectRef::from_obj(redis.as_ref()))
+            .entry(ObjectRef::from_obj_with(
+                redis.as_ref(),
+                watched::resource(),
+            ))
             .or_insert(0);
         *n = n.saturating_add(1);
         *n

@@ -7,7 +7,7 @@ use crate::reconcile::{self, Context, MANAGER};
 use api::Redis;
 use futures::{StreamExt, future};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::utils::predicates;
@@ -84,8 +84,16 @@ pub async fn run(
     };
     metrics.leader.set(1);
 
-    let (redis_store, redis_writer) = reflector::store::<Redis>();
-    let redis_watch = watcher(redis_api, watcher::Config::default())
+    // Untyped, so one stored object that does not decode cannot stop the watch of all the others
+    // (see `watched`); each object is decoded when it is reconciled.
+    let resource = crate::watched::resource();
+    let redis_untyped: Api<DynamicObject> = match cli.namespace.as_deref() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let redis_writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
+    let redis_store = redis_writer.as_reader();
+    let redis_watch = watcher(redis_untyped, watcher::Config::default())
         .default_backoff()
         .modify(|redis| redis.managed_fields_mut().clear())
         .reflect(redis_writer)
@@ -102,7 +110,7 @@ pub async fn run(
     );
     let ctx = Arc::new(Context::new(client, pods, recorder, metrics.clone()));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let controller = Controller::for_stream(redis_watch, redis_store)
+    let controller = Controller::for_stream_with(redis_watch, redis_store, resource)
         .owns_stream(pod_events)
         .with_config(
             ControllerConfig::default()
@@ -170,7 +178,7 @@ where
 }
 
 /// Changes that need a reconcile: the spec (generation), and the finalizer or deletion state.
-fn spec_or_lifecycle(redis: &Redis) -> Option<u64> {
+fn spec_or_lifecycle(redis: &DynamicObject) -> Option<u64> {
     let mut hasher = DefaultHasher::new();
     predicates::generation(redis).hash(&mut hasher);
     redis.finalizers().hash(&mut hasher);

@@ -1,0 +1,119 @@
+//! Redis objects as the controller watches them: untyped (`DynamicObject`), decoded one by one.
+//!
+//! A typed watch (`Api<Redis>`) fails the whole list when one stored object does not decode (say
+//! `spec.replicas: 3000000000`, stored while the webhook was bypassed and before the schema had
+//! a maximum), and then no Redis at all is reconciled. Untyped, every object is read; the one that
+//! does not decode is reported on its own (log, Warning Event, `InvalidSpec` in its Ready
+//! condition) while the others keep reconciling.
+
+use api::{Redis, RedisSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{ApiResource, DynamicObject};
+
+/// The Ready condition's reason for an object that does not decode.
+pub const INVALID_SPEC: &str = "InvalidSpec";
+
+/// The `Redis` kind, for untyped access.
+pub fn resource() -> ApiResource {
+    ApiResource::erase::<Redis>(&())
+}
+
+/// The typed Redis, or what in it does not decode.
+pub fn decode(obj: &DynamicObject) -> Result<Redis, String> {
+    let value = serde_json::to_value(obj).map_err(|e| e.to_string())?;
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// A Redis with only the metadata of `obj`: enough to delete its pods and release it when the
+/// rest does not decode (a Redis that cannot be read must still be deletable).
+pub fn metadata_only(obj: &DynamicObject) -> Redis {
+    Redis {
+        metadata: obj.metadata.clone(),
+        spec: RedisSpec::default(),
+        status: None,
+    }
+}
+
+/// The Ready condition stored on `obj`, if any.
+pub fn stored_ready(obj: &DynamicObject) -> Option<Condition> {
+    let conditions = obj.data.get("status")?.get("conditions")?.as_array()?;
+    conditions
+        .iter()
+        .filter_map(|c| serde_json::from_value::<Condition>(c.clone()).ok())
+        .find(|c| c.type_ == crate::status::READY)
+}
+
+/// Whether the stored Ready condition already says `message` with reason `InvalidSpec`.
+pub fn already_reported(obj: &DynamicObject, message: &str) -> bool {
+    stored_ready(obj).is_some_and(|c| {
+        c.status == "False"
+            && c.reason == INVALID_SPEC
+            && c.message == message
+            && c.observed_generation == obj.metadata.generation
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(spec: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "myapp.tangx.in/v1",
+            "kind": "Redis",
+            "metadata": {"name": "big", "namespace": "ns", "uid": "u1", "generation": 2},
+            "spec": spec,
+        }))
+        .expect("any JSON object reads as a DynamicObject")
+    }
+
+    #[test]
+    fn a_good_object_decodes() {
+        let redis = decode(&object(json!({"replicas": 3, "port": 6379}))).expect("decodes");
+        assert_eq!(redis.spec.replicas, Some(3));
+        assert_eq!(redis.metadata.uid.as_deref(), Some("u1"));
+    }
+
+    #[test]
+    fn replicas_beyond_int32_do_not_decode_but_the_object_is_still_read() {
+        // Issue item 2: stored while the webhook was bypassed and the schema had no maximum.
+        let big = object(json!({"replicas": 3_000_000_000_u64}));
+        let error = decode(&big).expect_err("not an int32");
+        assert!(error.contains("3000000000"), "{error}");
+        let bare = metadata_only(&big);
+        assert_eq!(bare.metadata.name.as_deref(), Some("big"));
+        assert_eq!(bare.spec, RedisSpec::default());
+    }
+
+    #[test]
+    fn a_watch_list_with_one_bad_object_reads_every_object_untyped() {
+        // A typed list fails as a whole; the untyped one does not.
+        let list = json!({
+            "apiVersion": "myapp.tangx.in/v1", "kind": "RedisList", "metadata": {},
+            "items": [
+                {"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+                 "metadata": {"name": "ok"}, "spec": {"replicas": 1}},
+                {"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+                 "metadata": {"name": "big"}, "spec": {"replicas": 3_000_000_000_u64}},
+            ]
+        });
+        assert!(serde_json::from_value::<kube::core::ObjectList<Redis>>(list.clone()).is_err());
+        let untyped: kube::core::ObjectList<DynamicObject> =
+            serde_json::from_value(list).expect("untyped");
+        let decoded: Vec<bool> = untyped.items.iter().map(|o| decode(o).is_ok()).collect();
+        assert_eq!(decoded, vec![true, false]);
+    }
+
+    #[test]
+    fn the_report_is_written_once() {
+        let mut big = object(json!({"replicas": 3_000_000_000_u64}));
+        assert!(!already_reported(&big, "bad"));
+        big.data["status"] = json!({"conditions": [{
+            "type": "Ready", "status": "False", "reason": INVALID_SPEC, "message": "bad",
+            "observedGeneration": 2, "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }]});
+        assert!(already_reported(&big, "bad"));
+        assert!(!already_reported(&big, "other"));
+    }
+}
