@@ -343,6 +343,75 @@ fn webhook_rules_are_the_shared_files_and_include_scale() -> Result<(), Error> {
     Ok(())
 }
 
+#[test]
+fn watch_namespace_binds_the_controller_in_that_namespace_only() -> Result<(), Error> {
+    let kinds = |docs: &[Value], kind: &str| -> Vec<(String, String)> {
+        docs.iter()
+            .filter(|d| d["kind"] == kind)
+            .map(|d| {
+                (
+                    d["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    d["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect()
+    };
+    let controller = "redis-operator-controller".to_owned();
+    let everywhere = helm_template(&[])?;
+    assert_eq!(
+        kinds(&everywhere, "ClusterRole"),
+        vec![(String::new(), controller.clone())]
+    );
+    assert_eq!(
+        kinds(&everywhere, "ClusterRoleBinding"),
+        vec![(String::new(), controller.clone())]
+    );
+
+    let scoped = helm_template(&["--set", "controller.watchNamespace=apps"])?;
+    assert!(kinds(&scoped, "ClusterRole").is_empty());
+    assert!(kinds(&scoped, "ClusterRoleBinding").is_empty());
+    let role = find(&scoped, "Role", &controller)?;
+    assert_eq!(role["metadata"]["namespace"], "apps");
+    let path = chart_dir().join("files").join("controller-rules.yaml");
+    let shared: Value = serde_norway::from_str(
+        &std::fs::read_to_string(&path).map_err(|e| manifest_error(&path, e))?,
+    )
+    .map_err(|e| manifest_error(&path, e))?;
+    assert_eq!(role["rules"], shared);
+    let binding = find(&scoped, "RoleBinding", &controller)?;
+    assert_eq!(binding["metadata"]["namespace"], "apps");
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    assert_eq!(binding["subjects"][0]["namespace"], "redis-operator");
+
+    // The lease Role names the Lease the controller is told to use, for every verb but create.
+    for docs in [&everywhere, &scoped] {
+        let deployment = find(docs, "Deployment", &controller)?;
+        let lease = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find_map(|a| a.strip_prefix("--lease-name="))
+            .ok_or_else(|| manifest_error("(controller Deployment)", "no --lease-name"))?;
+        let lease_role = find(docs, "Role", "redis-operator-leader-election")?;
+        for rule in lease_role["rules"].as_array().into_iter().flatten() {
+            let verbs = rule["verbs"].as_array().cloned().unwrap_or_default();
+            if verbs == vec![json!("create")] {
+                assert!(rule["resourceNames"].is_null(), "{rule}");
+            } else {
+                assert_eq!(rule["resourceNames"], json!([lease]), "{rule}");
+            }
+        }
+    }
+    Ok(())
+}
+
 fn numbers_as_floats(value: Value) -> Value {
     match value {
         Value::Number(n) => n.as_f64().map(Value::from).unwrap_or(Value::Number(n)),
@@ -999,6 +1068,24 @@ async fn check_release(
         ),
         (
             vec!["create", "leases.coordination.k8s.io", "-n", other_ns],
+            false,
+        ),
+        (
+            vec![
+                "patch",
+                &format!("leases.coordination.k8s.io/{name}-controller"),
+                "-n",
+                ns.name(),
+            ],
+            true,
+        ),
+        (
+            vec![
+                "patch",
+                "leases.coordination.k8s.io/someone-elses",
+                "-n",
+                ns.name(),
+            ],
             false,
         ),
         (vec!["get", "secrets", "-n", ns.name()], false),
