@@ -16,8 +16,14 @@ use std::collections::BTreeMap;
 pub const SPEC_HASH_ANNOTATION: &str = "myapp.tangx.in/pod-spec-hash";
 /// The container's name.
 pub const CONTAINER: &str = "redis";
-/// uid and gid of the `redis` user in the official Redis images; the pod runs as them, never root.
+/// uid of the `redis` user in the official Redis images (Debian-based and alpine alike); the pod
+/// runs as it, never root.
 const REDIS_UID: i64 = 999;
+/// The pod's primary group, set explicitly (runAsGroup, and fsGroup for /data). It is the `redis`
+/// group of the Debian-based official images (999:999); the alpine ones give `redis` gid 1000, so
+/// there the process runs with gid 999, a group the image does not name. Nothing needs the image's
+/// group: /data is the emptyDir, group-owned 999 through fsGroup, and the rest is world-readable.
+const REDIS_GID: i64 = 999;
 const DATA_VOLUME: &str = "data";
 const DATA_PATH: &str = "/data";
 
@@ -94,8 +100,8 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         security_context: Some(PodSecurityContext {
             run_as_non_root: Some(true),
             run_as_user: Some(REDIS_UID),
-            run_as_group: Some(REDIS_UID),
-            fs_group: Some(REDIS_UID),
+            run_as_group: Some(REDIS_GID),
+            fs_group: Some(REDIS_GID),
             seccomp_profile: Some(SeccompProfile {
                 type_: "RuntimeDefault".into(),
                 localhost_profile: None,
