@@ -412,6 +412,32 @@ fn watch_namespace_binds_the_controller_in_that_namespace_only() -> Result<(), E
     Ok(())
 }
 
+#[test]
+fn cert_manager_mode_issues_the_serving_certificate_from_a_ca_of_its_own() -> Result<(), Error> {
+    let docs = helm_template(&["--set", "certs.mode=cert-manager"])?;
+    let issuer_of = |certificate: &Value| -> Result<Value, Error> {
+        let name = certificate["spec"]["issuerRef"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        find(&docs, "Issuer", name).cloned()
+    };
+    // The serving certificate comes from a CA Issuer, not straight from a selfSigned one: its
+    // renewals keep the CA that cainjector puts in the caBundle.
+    let serving = find(&docs, "Certificate", "redis-operator-webhook")?;
+    let ca_issuer = issuer_of(serving)?;
+    let ca_secret = ca_issuer["spec"]["ca"]["secretName"]
+        .as_str()
+        .ok_or_else(|| manifest_error("(CA Issuer)", format!("not a CA Issuer: {ca_issuer}")))?;
+    let ca = docs
+        .iter()
+        .find(|d| d["kind"] == "Certificate" && d["spec"]["secretName"] == ca_secret)
+        .ok_or_else(|| manifest_error("(chart)", format!("no Certificate writes {ca_secret}")))?;
+    assert_eq!(ca["spec"]["isCA"], true);
+    assert!(issuer_of(ca)?["spec"]["selfSigned"].is_object());
+    assert_ne!(ca_secret, serving["spec"]["secretName"]);
+    Ok(())
+}
+
 fn numbers_as_floats(value: Value) -> Value {
     match value {
         Value::Number(n) => n.as_f64().map(Value::from).unwrap_or(Value::Number(n)),
