@@ -230,6 +230,8 @@ fn helm_lint_passes_in_every_certificate_mode() -> Result<(), Error> {
         "certs.mode=cert-manager",
         "certs.mode=secret,certs.secret.name=tls,certs.secret.caBundle=Cg==",
         "crds.templated=true",
+        "webhook.networkPolicy.enabled=true",
+        "controller.watchNamespace=apps",
     ] {
         run(
             &format!("helm lint --set {set}"),
