@@ -187,7 +187,13 @@ async fn tutorial_sample_runs_two_ready_pods_with_status_and_columns() -> Result
         assert_eq!(container.image.as_deref(), Some("redis:5-alpine"));
         assert_eq!(
             container.args,
-            Some(vec!["redis-server".into(), "--port".into(), "8333".into()])
+            Some(vec![
+                "redis-server".into(),
+                "--port".into(),
+                "8333".into(),
+                "--protected-mode".into(),
+                "no".into()
+            ])
         );
         assert_eq!(
             container.ports.as_ref().map(|p| p[0].container_port),
