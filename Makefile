@@ -161,7 +161,7 @@ tools: ## Build the test bed's binaries into bin/ (cached per version in ~/.cach
 	$(CLUSTER_SCRIPTS)/build.sh
 
 .PHONY: cluster-up
-cluster-up: ## Start the local test bed (etcd, kube-apiserver, controller-manager, scheduler, kwok); kubeconfig in .cluster/.
+cluster-up: ## Start the local test bed (etcd, kube-apiserver, controller-manager, scheduler, kwok, one real node); kubeconfig in .cluster/.
 	$(CLUSTER_SCRIPTS)/up.sh
 
 .PHONY: cluster-down
@@ -169,9 +169,15 @@ cluster-down: ## Stop the local test bed (and what `make run` started) and remov
 	-hack/run.sh stop
 	$(CLUSTER_SCRIPTS)/down.sh
 
+.PHONY: images
+images: ## Build the operator's images from the release binaries (no container engine) and import them into the bed's real node.
+	$(CARGO) build --release $(CARGO_FLAGS) --bins
+	$(CLUSTER_SCRIPTS)/images.sh base
+	$(CLUSTER_SCRIPTS)/images.sh operator $(IMG_CONTROLLER) $(IMG_WEBHOOK)
+
 .PHONY: e2e
-e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local test bed (started if needed).
-	$(if $(KUBECONFIG),@echo "e2e: testing the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started)",$(CLUSTER_SCRIPTS)/up.sh)
+e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local test bed (started if needed, images imported).
+	$(if $(KUBECONFIG),@echo "e2e: testing the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started)",$(CLUSTER_SCRIPTS)/up.sh && $(MAKE) --no-print-directory images)
 	$(CARGO) build $(CARGO_FLAGS) --bins
 	$(CARGO) test $(CARGO_FLAGS) -p e2e -- $(E2E_ARGS)
 
