@@ -106,6 +106,7 @@ mod tests {
                 ("Ready", ".status.readyReplicas"),
                 ("Image", ".spec.image"),
                 ("Port", ".spec.port"),
+                ("Primary", ".status.primary"),
                 ("Age", ".metadata.creationTimestamp"),
             ]
         );

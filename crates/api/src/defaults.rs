@@ -2,13 +2,20 @@
 //! [`RedisSpec::missing_defaults`] names; the controller reads the effective values through the
 //! accessors, so a Redis stored while the webhook was down still runs with the same defaults.
 
-use crate::types::{ImagePullPolicy, RedisSpec};
+use crate::types::{AuthSpec, ImagePullPolicy, Mode, RedisSpec, ReplicationSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
+use std::time::Duration;
 
 pub const DEFAULT_REPLICAS: i32 = 1;
 pub const DEFAULT_IMAGE: &str = "redis:7.2-alpine";
 pub const DEFAULT_PORT: i32 = 6379;
 pub const DEFAULT_IMAGE_PULL_POLICY: ImagePullPolicy = ImagePullPolicy::IfNotPresent;
+pub const DEFAULT_MIN_REPLICAS_TO_WRITE: i32 = 0;
+pub const DEFAULT_MIN_REPLICAS_MAX_LAG: i32 = 10;
+pub const DEFAULT_FAILOVER_AFTER: &str = "10s";
+pub const DEFAULT_SECRET_KEY: &str = "password";
+pub const DEFAULT_MAX_UNAVAILABLE: i32 = 1;
 
 /// A spec field that is missing, and the value the webhook puts there.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +65,7 @@ impl RedisSpec {
             image: Some(self.image().to_owned()),
             port: Some(self.port()),
             image_pull_policy: Some(self.image_pull_policy()),
-            resources: self.resources.clone(),
+            ..self.clone()
         }
     }
 
@@ -80,6 +87,89 @@ impl RedisSpec {
     /// Effective image pull policy.
     pub fn image_pull_policy(&self) -> ImagePullPolicy {
         self.image_pull_policy.unwrap_or(DEFAULT_IMAGE_PULL_POLICY)
+    }
+
+    /// Effective mode.
+    pub fn mode(&self) -> Mode {
+        self.mode.unwrap_or_default()
+    }
+
+    /// Effective replication settings (meaningful in Replication mode).
+    pub fn replication(&self) -> EffectiveReplication {
+        let r = self.replication.clone().unwrap_or_default();
+        EffectiveReplication {
+            min_replicas_to_write: r
+                .min_replicas_to_write
+                .unwrap_or(DEFAULT_MIN_REPLICAS_TO_WRITE),
+            min_replicas_max_lag: r.min_replicas_max_lag.unwrap_or(DEFAULT_MIN_REPLICAS_MAX_LAG),
+            failover_after: r
+                .failover_after
+                .as_deref()
+                .and_then(|d| parse_duration(d).ok())
+                .unwrap_or(DEFAULT_FAILOVER_DURATION),
+        }
+    }
+
+    /// The Secret name and key of the password, when auth is on.
+    pub fn auth_secret(&self) -> Option<(&str, &str)> {
+        self.auth.as_ref().map(AuthSpec::secret)
+    }
+
+    /// Effective `maxUnavailable` of the PodDisruptionBudget.
+    pub fn max_unavailable(&self) -> IntOrString {
+        self.pod_disruption_budget
+            .as_ref()
+            .and_then(|p| p.max_unavailable.clone())
+            .unwrap_or(IntOrString::Int(DEFAULT_MAX_UNAVAILABLE))
+    }
+}
+
+impl AuthSpec {
+    /// The Secret's name and the key of the password in it.
+    pub fn secret(&self) -> (&str, &str) {
+        (
+            self.secret_ref.name.as_str(),
+            self.secret_ref.key.as_deref().unwrap_or(DEFAULT_SECRET_KEY),
+        )
+    }
+}
+
+/// [`DEFAULT_FAILOVER_AFTER`] as a duration.
+pub const DEFAULT_FAILOVER_DURATION: Duration = Duration::from_secs(10);
+
+/// Replication settings with every default applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EffectiveReplication {
+    pub min_replicas_to_write: i32,
+    /// Seconds.
+    pub min_replicas_max_lag: i32,
+    pub failover_after: Duration,
+}
+
+/// A duration as written in the spec ("10s", "1m30s", "500ms"). The validating webhook refuses
+/// what this cannot read; the controller falls back to the default for a stored bad value.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|e| format!("{text:?} is not a duration: {e}"))
+}
+
+impl ReplicationSpec {
+    /// The spec's replication settings with the missing ones defaulted, as the webhook stores them.
+    pub fn with_defaults(&self) -> ReplicationSpec {
+        ReplicationSpec {
+            min_replicas_to_write: Some(
+                self.min_replicas_to_write
+                    .unwrap_or(DEFAULT_MIN_REPLICAS_TO_WRITE),
+            ),
+            min_replicas_max_lag: Some(
+                self.min_replicas_max_lag
+                    .unwrap_or(DEFAULT_MIN_REPLICAS_MAX_LAG),
+            ),
+            failover_after: Some(
+                self.failover_after
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_FAILOVER_AFTER.to_owned()),
+            ),
+        }
     }
 }
 

@@ -13,7 +13,10 @@ pub mod pods;
 pub mod types;
 pub mod validation;
 
-pub use types::{ImagePullPolicy, Redis, RedisSpec, RedisStatus};
+pub use types::{
+    AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodDisruptionBudgetSpec, Redis, RedisSpec,
+    RedisStatus, ReplicationSpec, SecretKeyRef,
+};
 pub use validation::{Policy, Verdict, Violation};
 
 /// The API group of the `Redis` resource.

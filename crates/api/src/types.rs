@@ -6,6 +6,7 @@
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -57,6 +58,12 @@ use serde::{Deserialize, Serialize};
         description = "Port redis-server listens on"
     ),
     printcolumn(
+        name = "Primary",
+        type_ = "string",
+        json_path = ".status.primary",
+        description = "Pod serving writes (Replication mode)"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -87,6 +94,91 @@ pub struct RedisSpec {
     /// CPU and memory requests and limits of the redis container. None by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+
+    /// Standalone (the default): every pod is an independent redis-server. Replication: one pod is the primary, the others replicate it, and the operator fails over to the most up-to-date replica when the primary is lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+
+    /// Settings of Replication mode (ignored in Standalone mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<ReplicationSpec>,
+
+    /// Password protection: the password is read from a Secret, required from every client and used between replicas. Changing the Secret changes the password on the running pods, without restarting them. Off when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSpec>,
+
+    /// The PodDisruptionBudget the operator keeps for this Redis's pods (voluntary disruptions such as node drains). Defaults to maxUnavailable 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
+}
+
+/// How the pods of a Redis relate to each other.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum Mode {
+    /// Independent redis-servers, one per pod.
+    #[default]
+    Standalone,
+    /// One primary and its replicas, with failover by the operator.
+    Replication,
+}
+
+impl Mode {
+    /// The value as written in the spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Standalone => "Standalone",
+            Mode::Replication => "Replication",
+        }
+    }
+}
+
+/// Settings of Replication mode.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicationSpec {
+    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and within minReplicasMaxLag. Defaults to 0 (writes never wait for replicas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_replicas_to_write: Option<i32>,
+
+    /// Redis `min-replicas-max-lag` on the primary, in seconds: how stale a replica's last acknowledgement may be for it to count towards minReplicasToWrite, and for the Replicating condition. Defaults to 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub min_replicas_max_lag: Option<i32>,
+
+    /// How long the primary must be unreachable or not Ready before the operator promotes a replica, as a duration such as "10s" or "1m". A primary whose pod is gone, or whose redis-server restarted and lost its data, is replaced at once. Defaults to "10s".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover_after: Option<String>,
+}
+
+/// Where the password comes from.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthSpec {
+    /// The Secret (in the Redis's namespace) and key holding the password.
+    pub secret_ref: SecretKeyRef,
+}
+
+/// A key of a Secret in the same namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeyRef {
+    /// Name of the Secret.
+    #[schemars(length(min = 1))]
+    pub name: String,
+
+    /// Key in the Secret's data. Defaults to "password".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// The PodDisruptionBudget of a Redis.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodDisruptionBudgetSpec {
+    /// How many pods may be unavailable through voluntary disruptions at once: a number, or a percentage such as "25%". Defaults to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
 }
 
 /// When the kubelet pulls the container image (core/v1 `Container.imagePullPolicy`).
@@ -129,10 +221,32 @@ pub struct RedisStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
-    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired spec and is Ready.
+    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired spec and is Ready. In Replication mode also `Replicating` (every replica linked to the primary and within minReplicasMaxLag) and `FailingOver` (the primary is lost and a replica is being promoted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+
+    /// Replication mode: the pod that is the primary (the `<name>` Service routes to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
+
+    /// Replication mode: each pod's role and how far behind the primary it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub members: Vec<MemberStatus>,
+}
+
+/// One pod's part in replication.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    /// Pod name.
+    pub name: String,
+    /// primary, replica, or unknown (not reachable).
+    pub role: String,
+    /// Replication offset lag behind the primary, in bytes (replicas only; absent while unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag: Option<i64>,
 }
 
 #[cfg(test)]
@@ -189,7 +303,7 @@ mod tests {
             ready_replicas: 1,
             selector: Some("a=b".into()),
             observed_generation: Some(3),
-            conditions: vec![],
+            ..RedisStatus::default()
         };
         assert_eq!(
             serde_json::to_value(&status).expect("encodes"),
