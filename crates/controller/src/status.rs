@@ -80,6 +80,7 @@ pub fn desired_status(
             observed_generation: generation,
             last_transition_time,
         }],
+        ..RedisStatus::default()
     }
 }
 
