@@ -13,6 +13,14 @@ pub const APP_NAME: &str = "redis";
 /// Value of `app.kubernetes.io/managed-by` on every pod; also selects the pods the controller watches.
 pub const MANAGER: &str = "redis-operator";
 
+/// Label the replication engine keeps on each pod of a Replication-mode Redis: its role, which
+/// the `<name>` (primary) and `<name>-replicas` Services select on.
+pub const ROLE_LABEL: &str = "myapp.tangx.in/role";
+/// [`ROLE_LABEL`] value of the pod serving writes.
+pub const ROLE_PRIMARY: &str = "primary";
+/// [`ROLE_LABEL`] value of the pods replicating the primary.
+pub const ROLE_REPLICA: &str = "replica";
+
 /// Pod `ordinal` of the Redis `redis_name`: `<name>-<ordinal>`.
 pub fn pod_name(redis_name: &str, ordinal: u32) -> String {
     format!("{redis_name}-{ordinal}")
@@ -35,6 +43,14 @@ pub fn selector_labels(redis_name: &str) -> BTreeMap<String, String> {
         (LABEL_INSTANCE.to_owned(), redis_name.to_owned()),
         (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
     ])
+}
+
+/// The labels that select the pods of `redis_name` holding `role` ([`ROLE_PRIMARY`] or
+/// [`ROLE_REPLICA`]): [`selector_labels`] plus [`ROLE_LABEL`].
+pub fn role_selector(redis_name: &str, role: &str) -> BTreeMap<String, String> {
+    let mut labels = selector_labels(redis_name);
+    labels.insert(ROLE_LABEL.to_owned(), role.to_owned());
+    labels
 }
 
 /// All labels put on the pods of `redis_name`.
@@ -117,6 +133,27 @@ mod tests {
             selector_labels("my-op-redis")
                 .iter()
                 .all(|(k, v)| labels.get(k) == Some(v))
+        );
+    }
+
+    #[test]
+    fn role_selector_narrows_the_pod_selector_to_one_role() {
+        let primary = role_selector("my-op-redis", ROLE_PRIMARY);
+        assert_eq!(
+            primary.get("myapp.tangx.in/role").map(String::as_str),
+            Some("primary")
+        );
+        assert!(
+            selector_labels("my-op-redis")
+                .iter()
+                .all(|(k, v)| primary.get(k) == Some(v))
+        );
+        assert_eq!(primary.len(), selector_labels("my-op-redis").len() + 1);
+        assert_eq!(
+            role_selector("my-op-redis", ROLE_REPLICA)
+                .get(ROLE_LABEL)
+                .map(String::as_str),
+            Some("replica")
         );
     }
 
