@@ -20,51 +20,108 @@ pub const DEFAULT_MAX_UNAVAILABLE: i32 = 1;
 /// A spec field that is missing, and the value the webhook puts there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldDefault {
-    /// The field's JSON name under `spec` (e.g. `imagePullPolicy`).
-    pub field: &'static str,
+    /// The field's path under `spec`, as JSON names: `["imagePullPolicy"]`, or for a nested field
+    /// `["replication", "failoverAfter"]`. Every parent of a listed field is present in the spec
+    /// (a missing parent is listed whole instead, as `["replication"]` with an object value), so
+    /// a JSONPatch `add` at `/spec/<path>` always applies.
+    pub path: &'static [&'static str],
     pub value: Value,
+}
+
+impl FieldDefault {
+    /// The field as kubectl users write it, e.g. `spec.replication.failoverAfter`.
+    pub fn field(&self) -> String {
+        std::iter::once("spec")
+            .chain(self.path.iter().copied())
+            .collect::<Vec<_>>()
+            .join(".")
+    }
 }
 
 impl RedisSpec {
     /// The defaulted fields that are absent (or null) in this spec, in a stable order.
     /// Fields the user set, even to a value the validator will refuse, are never listed:
     /// defaulting only fills gaps.
+    ///
+    /// `mode` itself is never filled (a tutorial manifest gets exactly the four fields it always
+    /// got); `spec.replication` is filled only in Replication mode (whole when absent, else its
+    /// missing keys), and `spec.auth.secretRef.key` whenever `spec.auth` is set.
     pub fn missing_defaults(&self) -> Vec<FieldDefault> {
         let mut missing = Vec::new();
-        if self.replicas.is_none() {
-            missing.push(FieldDefault {
-                field: "replicas",
-                value: DEFAULT_REPLICAS.into(),
-            });
+        let mut fill = |path: &'static [&'static str], absent: bool, value: Value| {
+            if absent {
+                missing.push(FieldDefault { path, value });
+            }
+        };
+        fill(
+            &["replicas"],
+            self.replicas.is_none(),
+            DEFAULT_REPLICAS.into(),
+        );
+        fill(&["image"], self.image.is_none(), DEFAULT_IMAGE.into());
+        fill(&["port"], self.port.is_none(), DEFAULT_PORT.into());
+        fill(
+            &["imagePullPolicy"],
+            self.image_pull_policy.is_none(),
+            DEFAULT_IMAGE_PULL_POLICY.as_str().into(),
+        );
+        if self.mode() == Mode::Replication {
+            match &self.replication {
+                None => fill(&["replication"], true, default_replication_json()),
+                Some(r) => {
+                    fill(
+                        &["replication", "minReplicasToWrite"],
+                        r.min_replicas_to_write.is_none(),
+                        DEFAULT_MIN_REPLICAS_TO_WRITE.into(),
+                    );
+                    fill(
+                        &["replication", "minReplicasMaxLag"],
+                        r.min_replicas_max_lag.is_none(),
+                        DEFAULT_MIN_REPLICAS_MAX_LAG.into(),
+                    );
+                    fill(
+                        &["replication", "failoverAfter"],
+                        r.failover_after.is_none(),
+                        DEFAULT_FAILOVER_AFTER.into(),
+                    );
+                }
+            }
         }
-        if self.image.is_none() {
-            missing.push(FieldDefault {
-                field: "image",
-                value: DEFAULT_IMAGE.into(),
-            });
-        }
-        if self.port.is_none() {
-            missing.push(FieldDefault {
-                field: "port",
-                value: DEFAULT_PORT.into(),
-            });
-        }
-        if self.image_pull_policy.is_none() {
-            missing.push(FieldDefault {
-                field: "imagePullPolicy",
-                value: DEFAULT_IMAGE_PULL_POLICY.as_str().into(),
-            });
+        if let Some(auth) = &self.auth {
+            fill(
+                &["auth", "secretRef", "key"],
+                auth.secret_ref.key.is_none(),
+                DEFAULT_SECRET_KEY.into(),
+            );
         }
         missing
     }
 
-    /// This spec with every missing default filled in.
+    /// This spec with every missing default filled in (what [`Self::missing_defaults`] lists).
     pub fn with_defaults(&self) -> RedisSpec {
+        let replication = match self.mode() {
+            Mode::Replication => Some(
+                self.replication
+                    .as_ref()
+                    .map_or_else(ReplicationSpec::default, ReplicationSpec::clone)
+                    .with_defaults(),
+            ),
+            Mode::Standalone => self.replication.clone(),
+        };
+        let auth = self.auth.as_ref().map(|auth| {
+            let mut auth = auth.clone();
+            auth.secret_ref
+                .key
+                .get_or_insert_with(|| DEFAULT_SECRET_KEY.to_owned());
+            auth
+        });
         RedisSpec {
             replicas: Some(self.replicas()),
             image: Some(self.image().to_owned()),
             port: Some(self.port()),
             image_pull_policy: Some(self.image_pull_policy()),
+            replication,
+            auth,
             ..self.clone()
         }
     }
@@ -101,7 +158,9 @@ impl RedisSpec {
             min_replicas_to_write: r
                 .min_replicas_to_write
                 .unwrap_or(DEFAULT_MIN_REPLICAS_TO_WRITE),
-            min_replicas_max_lag: r.min_replicas_max_lag.unwrap_or(DEFAULT_MIN_REPLICAS_MAX_LAG),
+            min_replicas_max_lag: r
+                .min_replicas_max_lag
+                .unwrap_or(DEFAULT_MIN_REPLICAS_MAX_LAG),
             failover_after: r
                 .failover_after
                 .as_deref()
@@ -152,6 +211,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim()).map_err(|e| format!("{text:?} is not a duration: {e}"))
 }
 
+/// `spec.replication` with every default, as the webhook adds it when it is absent.
+fn default_replication_json() -> Value {
+    serde_json::json!({
+        "minReplicasToWrite": DEFAULT_MIN_REPLICAS_TO_WRITE,
+        "minReplicasMaxLag": DEFAULT_MIN_REPLICAS_MAX_LAG,
+        "failoverAfter": DEFAULT_FAILOVER_AFTER,
+    })
+}
+
 impl ReplicationSpec {
     /// The spec's replication settings with the missing ones defaulted, as the webhook stores them.
     pub fn with_defaults(&self) -> ReplicationSpec {
@@ -189,19 +257,19 @@ mod tests {
             missing,
             vec![
                 FieldDefault {
-                    field: "replicas",
+                    path: &["replicas"],
                     value: json!(1)
                 },
                 FieldDefault {
-                    field: "image",
+                    path: &["image"],
                     value: json!("redis:7.2-alpine")
                 },
                 FieldDefault {
-                    field: "port",
+                    path: &["port"],
                     value: json!(6379)
                 },
                 FieldDefault {
-                    field: "imagePullPolicy",
+                    path: &["imagePullPolicy"],
                     value: json!("IfNotPresent")
                 },
             ]
@@ -219,14 +287,18 @@ mod tests {
     #[test]
     fn set_fields_are_never_overwritten_even_when_invalid() {
         let s = spec(json!({"replicas": 0, "port": 1000, "image": ""}));
-        let fields: Vec<_> = s.missing_defaults().into_iter().map(|d| d.field).collect();
-        assert_eq!(fields, vec!["imagePullPolicy"]);
+        let fields: Vec<_> = s
+            .missing_defaults()
+            .into_iter()
+            .map(|d| d.field())
+            .collect();
+        assert_eq!(fields, vec!["spec.imagePullPolicy"]);
     }
 
     #[test]
     fn null_counts_as_missing() {
         let s = spec(json!({"port": null}));
-        assert!(s.missing_defaults().iter().any(|d| d.field == "port"));
+        assert!(s.missing_defaults().iter().any(|d| d.path == ["port"]));
     }
 
     #[test]
@@ -241,5 +313,136 @@ mod tests {
         );
         assert_eq!(set.with_defaults(), set);
         assert!(empty.with_defaults().missing_defaults().is_empty());
+    }
+
+    /// The missing defaults beyond the four every spec gets, as `(field, value)`.
+    fn extra_defaults(v: Value) -> Vec<(String, Value)> {
+        let mut full = v;
+        for (k, d) in [
+            ("replicas", json!(1)),
+            ("image", json!("redis:7")),
+            ("port", json!(6379)),
+            ("imagePullPolicy", json!("Always")),
+        ] {
+            full[k] = d;
+        }
+        spec(full)
+            .missing_defaults()
+            .into_iter()
+            .map(|d| (d.field(), d.value))
+            .collect()
+    }
+
+    #[test]
+    fn mode_is_never_filled_and_standalone_gets_no_replication_defaults() {
+        assert!(extra_defaults(json!({})).is_empty());
+        assert!(extra_defaults(json!({"mode": "Standalone"})).is_empty());
+        // Replication settings in Standalone mode are ignored, so not completed either.
+        assert!(extra_defaults(json!({"replication": {"failoverAfter": "5s"}})).is_empty());
+        assert!(
+            extra_defaults(json!({"podDisruptionBudget": {}})).is_empty(),
+            "the PDB default is the controller's, not written into the spec"
+        );
+    }
+
+    #[test]
+    fn replication_mode_without_settings_gets_the_whole_defaulted_object() {
+        assert_eq!(
+            extra_defaults(json!({"mode": "Replication"})),
+            vec![(
+                "spec.replication".to_owned(),
+                json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"})
+            )]
+        );
+        assert_eq!(
+            extra_defaults(json!({"mode": "Replication", "replication": null})),
+            vec![(
+                "spec.replication".to_owned(),
+                json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"})
+            )]
+        );
+    }
+
+    #[test]
+    fn replication_mode_gets_only_the_missing_keys() {
+        assert_eq!(
+            extra_defaults(json!({"mode": "Replication", "replication": {"minReplicasMaxLag": 3}})),
+            vec![
+                ("spec.replication.minReplicasToWrite".to_owned(), json!(0)),
+                ("spec.replication.failoverAfter".to_owned(), json!("10s")),
+            ]
+        );
+        assert!(
+            extra_defaults(json!({"mode": "Replication", "replication": {
+                "minReplicasToWrite": 1, "minReplicasMaxLag": 3, "failoverAfter": "bogus"
+            }}))
+            .is_empty(),
+            "set values, even invalid, are kept"
+        );
+        let all = extra_defaults(json!({"mode": "Replication", "replication": {}}));
+        assert_eq!(all.len(), 3, "{all:?}");
+    }
+
+    #[test]
+    fn auth_without_a_key_gets_the_password_key() {
+        assert_eq!(
+            extra_defaults(json!({"auth": {"secretRef": {"name": "s"}}})),
+            vec![("spec.auth.secretRef.key".to_owned(), json!("password"))]
+        );
+        assert!(
+            extra_defaults(json!({"auth": {"secretRef": {"name": "s", "key": "pw"}}})).is_empty()
+        );
+        let both =
+            extra_defaults(json!({"mode": "Replication", "auth": {"secretRef": {"name": "s"}}}));
+        assert_eq!(
+            both.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+            vec!["spec.replication", "spec.auth.secretRef.key"]
+        );
+    }
+
+    #[test]
+    fn with_defaults_fills_what_missing_defaults_lists() {
+        for v in [
+            json!({}),
+            json!({"mode": "Replication"}),
+            json!({"mode": "Replication", "replication": {"failoverAfter": "1m"}}),
+            json!({"auth": {"secretRef": {"name": "s"}}}),
+            json!({"replication": {"failoverAfter": "1m"}}),
+        ] {
+            let s = spec(v.clone());
+            let filled = s.with_defaults();
+            assert!(filled.missing_defaults().is_empty(), "{v}");
+            // Only gaps were filled: every value the user set is unchanged.
+            let mut merged = serde_json::to_value(&filled).expect("encodes");
+            json_merge(&mut merged, &v);
+            assert_eq!(
+                merged,
+                serde_json::to_value(&filled).expect("encodes"),
+                "{v}"
+            );
+            assert_eq!(filled.replication(), s.replication(), "{v}");
+            assert_eq!(filled.auth_secret(), s.auth_secret(), "{v}");
+        }
+        let s = spec(json!({"mode": "Replication", "replication": {"failoverAfter": "1m"}}));
+        assert_eq!(
+            s.with_defaults().replication,
+            Some(ReplicationSpec {
+                min_replicas_to_write: Some(0),
+                min_replicas_max_lag: Some(10),
+                failover_after: Some("1m".into()),
+            })
+        );
+    }
+
+    /// Overwrites `into` with every value set in `from` (objects merged key by key).
+    fn json_merge(into: &mut Value, from: &Value) {
+        match (into, from) {
+            (Value::Object(into), Value::Object(from)) => {
+                for (k, v) in from {
+                    json_merge(into.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+            (into, from) => *into = from.clone(),
+        }
     }
 }

@@ -5,12 +5,15 @@
 //! that is what the controller will run.
 
 use crate::DELETION_PROTECTION_ANNOTATION;
-use crate::types::Redis;
+use crate::defaults::parse_duration;
+use crate::types::{Mode, Redis, RedisSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use oci_spec::distribution::Reference;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
 
 /// Longest `Redis` name: it becomes the value of pod labels, which are limited to 63 characters.
 pub const MAX_NAME_LENGTH: usize = 63;
@@ -26,6 +29,13 @@ pub const SCHEMA_MAX_PORT: i32 = 54321;
 /// no policy a user would choose is capped by it, yet `kubectl scale --replicas=2147483647`
 /// cannot make the planner build billions of actions.
 pub const SCHEMA_MAX_REPLICAS: i32 = 10_000;
+/// Bounds of `spec.replication.failoverAfter`: shorter fails over on a blip (a slow probe, a
+/// GC pause); longer leaves writes down for longer than anyone would choose.
+pub const MIN_FAILOVER_AFTER: Duration = Duration::from_secs(1);
+pub const MAX_FAILOVER_AFTER: Duration = Duration::from_secs(60 * 60);
+/// Longest Secret name (a DNS-1123 subdomain) and Secret data key.
+pub const MAX_SECRET_NAME_LENGTH: usize = 253;
+pub const MAX_SECRET_KEY_LENGTH: usize = 253;
 
 /// The configurable part of the rules (webhook flags `--reserved-names`, `--min-port`,
 /// `--max-replicas`; chart values of the same names).
@@ -241,6 +251,9 @@ impl Policy {
                 format!("must be <= {SCHEMA_MAX_PORT}, got {port}"),
             ));
         }
+        violations.extend(replication_violations(spec));
+        violations.extend(auth_violations(spec));
+        violations.extend(pdb_violations(spec));
         violations
     }
 
@@ -287,6 +300,174 @@ impl Policy {
         }
         verdict
     }
+}
+
+/// Replication mode needs a primary; `spec.replication`'s values are checked whenever they are
+/// set, in either mode (Standalone ignores them, but they take effect once the mode changes).
+fn replication_violations(spec: &RedisSpec) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let replicas = spec.replicas();
+    if spec.mode() == Mode::Replication && replicas < 1 {
+        violations.push(Violation::new(
+            "spec.replicas",
+            // The rule judges the pair: the same count in Standalone mode is another value.
+            format!("{replicas} in Replication mode"),
+            format!("must be >= 1 in Replication mode (one pod is the primary), got {replicas}"),
+        ));
+    }
+    let Some(replication) = &spec.replication else {
+        return violations;
+    };
+    if let Some(n) = replication.min_replicas_to_write
+        && n < 0
+    {
+        violations.push(Violation::new(
+            "spec.replication.minReplicasToWrite",
+            n,
+            format!("must be >= 0, got {n}"),
+        ));
+    }
+    if let Some(lag) = replication.min_replicas_max_lag
+        && lag < 1
+    {
+        violations.push(Violation::new(
+            "spec.replication.minReplicasMaxLag",
+            lag,
+            format!("must be >= 1 (seconds), got {lag}"),
+        ));
+    }
+    if let Some(text) = &replication.failover_after
+        && let Err(message) = failover_after_problem(text)
+    {
+        violations.push(Violation::new(
+            "spec.replication.failoverAfter",
+            format!("{text:?}"),
+            message,
+        ));
+    }
+    violations
+}
+
+/// Why `failoverAfter` is refused, if it is.
+fn failover_after_problem(text: &str) -> Result<(), String> {
+    let duration = parse_duration(text).map_err(|_| {
+        format!("must be a duration such as \"10s\", \"1m30s\" or \"1h\", got {text:?}")
+    })?;
+    if duration < MIN_FAILOVER_AFTER || duration > MAX_FAILOVER_AFTER {
+        return Err(format!("must be between 1s and 1h, got {text:?}"));
+    }
+    Ok(())
+}
+
+/// `spec.auth.secretRef` must name a Secret and a key a Secret can have.
+fn auth_violations(spec: &RedisSpec) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let Some(auth) = &spec.auth else {
+        return violations;
+    };
+    let (name, key) = auth.secret();
+    if let Err(message) = secret_name_problem(name) {
+        violations.push(Violation::new(
+            "spec.auth.secretRef.name",
+            format!("{name:?}"),
+            message,
+        ));
+    }
+    if let Err(message) = secret_key_problem(key) {
+        violations.push(Violation::new(
+            "spec.auth.secretRef.key",
+            format!("{key:?}"),
+            message,
+        ));
+    }
+    violations
+}
+
+/// A Secret's name is a DNS-1123 subdomain: dot-separated labels of lowercase letters, digits
+/// and `-`, each starting and ending with a letter or digit; at most 253 characters.
+fn secret_name_problem(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if name.len() > MAX_SECRET_NAME_LENGTH {
+        return Err(format!(
+            "must be no more than {MAX_SECRET_NAME_LENGTH} characters, got {}",
+            name.len()
+        ));
+    }
+    let label_ok = |label: &str| {
+        let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        label.starts_with(alnum)
+            && label.ends_with(alnum)
+            && label.chars().all(|c| alnum(c) || c == '-')
+    };
+    if !name.split('.').all(label_ok) {
+        return Err(format!(
+            "must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got {name:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A Secret's data key: letters, digits, `-`, `_` and `.`, at most 253 characters, and not `.`,
+/// `..` or starting with `..` (the API server's rule for Secret and ConfigMap keys).
+fn secret_key_problem(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if key.len() > MAX_SECRET_KEY_LENGTH {
+        return Err(format!(
+            "must be no more than {MAX_SECRET_KEY_LENGTH} characters, got {}",
+            key.len()
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if !key.chars().all(allowed) {
+        return Err(format!(
+            "must be a valid Secret key (letters, digits, '-', '_' and '.'), got {key:?}"
+        ));
+    }
+    if key == "." || key.starts_with("..") {
+        return Err(format!("must not be '.' or start with '..', got {key:?}"));
+    }
+    Ok(())
+}
+
+/// `spec.podDisruptionBudget.maxUnavailable`: a count >= 0 or a percentage `0%`..`100%`.
+fn pdb_violations(spec: &RedisSpec) -> Vec<Violation> {
+    let Some(max) = spec
+        .pod_disruption_budget
+        .as_ref()
+        .and_then(|p| p.max_unavailable.as_ref())
+    else {
+        return Vec::new();
+    };
+    let field = "spec.podDisruptionBudget.maxUnavailable";
+    match max {
+        IntOrString::Int(n) if *n < 0 => {
+            vec![Violation::new(field, n, format!("must be >= 0, got {n}"))]
+        }
+        IntOrString::Int(_) => Vec::new(),
+        IntOrString::String(text) if percentage(text).is_some_and(|p| p <= 100) => Vec::new(),
+        IntOrString::String(text) => vec![Violation::new(
+            field,
+            format!("{text:?}"),
+            format!(
+                "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got {text:?}"
+            ),
+        )],
+    }
+}
+
+/// `N` of a string `N%` (digits only, as the API server's PodDisruptionBudget validation reads
+/// it), if it is one.
+fn percentage(text: &str) -> Option<u64> {
+    let digits = text.strip_suffix('%')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Too many digits to fit is certainly more than 100.
+    Some(digits.parse().unwrap_or(u64::MAX))
 }
 
 /// What the rules need from `spec.image`: whether it is a valid reference and, if so, whether
@@ -357,6 +538,42 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     }
     if spec.replicas == Some(0) {
         warnings.push("spec.replicas: 0 runs no Redis pods".to_owned());
+    }
+    warnings.extend(replication_warnings(spec));
+    warnings
+}
+
+/// Replication mode allowed but unwise; replication settings that Standalone mode ignores.
+fn replication_warnings(spec: &RedisSpec) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if spec.mode() == Mode::Standalone {
+        if spec.replication.is_some() {
+            warnings.push(
+                "spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)"
+                    .to_owned(),
+            );
+        }
+        return warnings;
+    }
+    let replicas = spec.replicas();
+    if replicas == 1 {
+        warnings.push(
+            "spec.replicas: 1 in Replication mode runs only the primary, so no failover is possible; use at least 2 (3 to survive losing one pod with a replica to spare)"
+                .to_owned(),
+        );
+    }
+    if spec.auth.is_none() {
+        warnings.push(
+            "spec.auth: not set in Replication mode, so any pod that can reach the pods can read and write (and replicate or reconfigure them); set spec.auth.secretRef to a Secret holding a password"
+                .to_owned(),
+        );
+    }
+    let to_write = spec.replication().min_replicas_to_write;
+    let available = replicas.saturating_sub(1);
+    if replicas >= 1 && to_write > available {
+        warnings.push(format!(
+            "spec.replication.minReplicasToWrite: {to_write} is more than the {available} replica(s) of {replicas} pods, so writes will be refused"
+        ));
     }
     warnings
 }
@@ -778,5 +995,378 @@ mod tests {
         // An object stored with a now-invalid spec can still be deleted.
         let r = redis("tangx-in", json!({"port": 1000}));
         assert!(Policy::default().validate_delete(&r).allowed());
+    }
+
+    /// A Replication Redis that passes every rule without a warning.
+    fn replicated(extra: serde_json::Value) -> Redis {
+        let mut spec = json!({
+            "replicas": 3, "image": "redis:7.2-alpine", "mode": "Replication",
+            "auth": {"secretRef": {"name": "my-redis-auth"}}
+        });
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            for (k, v) in extra {
+                spec.insert(k.clone(), v.clone());
+            }
+        }
+        redis("r", spec)
+    }
+
+    #[test]
+    fn a_replication_redis_with_auth_passes_quietly() {
+        let v = Policy::default().validate_create(&replicated(json!({})));
+        assert!(v.allowed(), "{}", v.message());
+        assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+        let v = Policy::default().validate_create(&replicated(json!({"replication": {
+            "minReplicasToWrite": 2, "minReplicasMaxLag": 1, "failoverAfter": "1h"
+        }})));
+        assert!(v.allowed(), "{}", v.message());
+        assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    }
+
+    #[test]
+    fn replication_needs_a_pod() {
+        let v = Policy::default().validate_create(&replicated(json!({"replicas": 0})));
+        assert_eq!(
+            v.message(),
+            "spec.replicas: must be >= 1 in Replication mode (one pod is the primary), got 0"
+        );
+        // Standalone may run no pods (with its warning).
+        let v = Policy::default().validate_create(&redis("r", json!({"replicas": 0})));
+        assert!(v.allowed(), "{}", v.message());
+        let v = Policy::default()
+            .validate_create(&redis("r", json!({"replicas": 0, "mode": "Standalone"})));
+        assert!(v.allowed(), "{}", v.message());
+    }
+
+    #[test]
+    fn failover_after_must_parse_and_lie_between_1s_and_1h() {
+        for good in ["1s", "10s", "1m30s", "500ms 1s", "1h", "60m"] {
+            let v = Policy::default()
+                .validate_create(&replicated(json!({"replication": {"failoverAfter": good}})));
+            assert!(v.allowed(), "{good}: {}", v.message());
+        }
+        for (bad, says) in [
+            (
+                "soon",
+                "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"soon\"",
+            ),
+            (
+                "10",
+                "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"10\"",
+            ),
+            (
+                "",
+                "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"\"",
+            ),
+            ("999ms", "must be between 1s and 1h, got \"999ms\""),
+            ("0s", "must be between 1s and 1h, got \"0s\""),
+            ("1h1s", "must be between 1s and 1h, got \"1h1s\""),
+            (
+                "99999999999999999999s",
+                "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"99999999999999999999s\"",
+            ),
+        ] {
+            let v = Policy::default()
+                .validate_create(&replicated(json!({"replication": {"failoverAfter": bad}})));
+            assert_eq!(fields(&v), vec!["spec.replication.failoverAfter"], "{bad}");
+            assert_eq!(v.violations[0].message, says, "{bad}");
+        }
+    }
+
+    #[test]
+    fn replication_counts_have_their_minimums() {
+        let v = Policy::default().validate_create(&replicated(json!({"replication": {
+            "minReplicasToWrite": -1, "minReplicasMaxLag": 0
+        }})));
+        assert_eq!(
+            v.message(),
+            "spec.replication.minReplicasToWrite: must be >= 0, got -1; \
+             spec.replication.minReplicasMaxLag: must be >= 1 (seconds), got 0"
+        );
+    }
+
+    #[test]
+    fn replication_values_are_checked_in_standalone_mode_too() {
+        // Ignored while Standalone, but they would take effect on a switch of mode.
+        let v = Policy::default()
+            .validate_create(&redis("r", json!({"replication": {"failoverAfter": "2h"}})));
+        assert_eq!(fields(&v), vec!["spec.replication.failoverAfter"]);
+    }
+
+    #[test]
+    fn secret_names_must_be_dns_subdomains() {
+        let name_ok = |name: &str| {
+            Policy::default()
+                .validate_create(&replicated(json!({"auth": {"secretRef": {"name": name}}})))
+        };
+        for good in ["a", "my-redis-auth", "auth.v2", "0", &"a".repeat(253)] {
+            let v = name_ok(good);
+            assert!(v.allowed(), "{good}: {}", v.message());
+        }
+        for bad in ["My-Auth", "-a", "a-", "a..b", ".a", "a.", "a_b", "a b", ""] {
+            let v = name_ok(bad);
+            assert_eq!(fields(&v), vec!["spec.auth.secretRef.name"], "{bad}");
+        }
+        assert_eq!(
+            name_ok("My-Auth").message(),
+            "spec.auth.secretRef.name: must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"My-Auth\""
+        );
+        assert_eq!(
+            name_ok(&"a".repeat(254)).message(),
+            "spec.auth.secretRef.name: must be no more than 253 characters, got 254"
+        );
+    }
+
+    #[test]
+    fn secret_keys_must_be_valid_data_keys() {
+        let key_ok = |key: &str| {
+            Policy::default().validate_create(&replicated(
+                json!({"auth": {"secretRef": {"name": "s", "key": key}}}),
+            ))
+        };
+        for good in [
+            "password",
+            "redis.pw",
+            "A_b-1",
+            "x",
+            ".pw",
+            &"k".repeat(253),
+        ] {
+            let v = key_ok(good);
+            assert!(v.allowed(), "{good}: {}", v.message());
+        }
+        for bad in [
+            "",
+            "a/b",
+            "pass word",
+            "ü",
+            ".",
+            "..",
+            "..pw",
+            &"k".repeat(254),
+        ] {
+            let v = key_ok(bad);
+            assert_eq!(fields(&v), vec!["spec.auth.secretRef.key"], "{bad}");
+        }
+        assert_eq!(
+            key_ok("a/b").message(),
+            "spec.auth.secretRef.key: must be a valid Secret key (letters, digits, '-', '_' and '.'), got \"a/b\""
+        );
+        // The default key is valid, and auth rules apply in Standalone mode too.
+        let v = Policy::default()
+            .validate_create(&redis("r", json!({"auth": {"secretRef": {"name": "Bad"}}})));
+        assert_eq!(fields(&v), vec!["spec.auth.secretRef.name"]);
+    }
+
+    #[test]
+    fn max_unavailable_is_a_count_or_a_percentage() {
+        let pdb = |max: serde_json::Value| {
+            Policy::default().validate_create(&redis(
+                "r",
+                json!({"podDisruptionBudget": {"maxUnavailable": max}}),
+            ))
+        };
+        for good in [
+            json!(0),
+            json!(1),
+            json!(500),
+            json!("0%"),
+            json!("25%"),
+            json!("100%"),
+            json!("050%"),
+        ] {
+            let v = pdb(good.clone());
+            assert!(v.allowed(), "{good}: {}", v.message());
+        }
+        assert_eq!(
+            pdb(json!(-1)).message(),
+            "spec.podDisruptionBudget.maxUnavailable: must be >= 0, got -1"
+        );
+        for bad in [
+            "101%",
+            "1",
+            "%",
+            "-5%",
+            "+5%",
+            "5 %",
+            "5.5%",
+            "abc",
+            "",
+            "99999999999999999999999%",
+        ] {
+            let v = pdb(json!(bad));
+            assert_eq!(
+                fields(&v),
+                vec!["spec.podDisruptionBudget.maxUnavailable"],
+                "{bad}"
+            );
+            assert_eq!(
+                v.violations[0].message,
+                format!(
+                    "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got {bad:?}"
+                )
+            );
+        }
+        assert!(
+            Policy::default()
+                .validate_create(&redis("r", json!({"podDisruptionBudget": {}})))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn a_denial_lists_every_new_violation_too() {
+        let v = Policy::default().validate_create(&redis(
+            "r",
+            json!({
+                "replicas": 0, "mode": "Replication",
+                "replication": {"minReplicasToWrite": -1, "minReplicasMaxLag": 0, "failoverAfter": "2h"},
+                "auth": {"secretRef": {"name": "Bad", "key": "a/b"}},
+                "podDisruptionBudget": {"maxUnavailable": "200%"}
+            }),
+        ));
+        assert_eq!(
+            fields(&v),
+            vec![
+                "spec.replicas",
+                "spec.replication.minReplicasToWrite",
+                "spec.replication.minReplicasMaxLag",
+                "spec.replication.failoverAfter",
+                "spec.auth.secretRef.name",
+                "spec.auth.secretRef.key",
+                "spec.podDisruptionBudget.maxUnavailable",
+            ]
+        );
+    }
+
+    #[test]
+    fn replication_warnings() {
+        let warns = |r: Redis| Policy::default().validate_create(&r).warnings;
+        let one = warns(replicated(json!({"replicas": 1})));
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert!(
+            one[0].starts_with("spec.replicas: 1 in Replication mode")
+                && one[0].contains("no failover is possible"),
+            "{one:?}"
+        );
+
+        let open = warns(redis(
+            "r",
+            json!({"replicas": 3, "image": "redis:7", "mode": "Replication"}),
+        ));
+        assert_eq!(open.len(), 1, "{open:?}");
+        assert!(
+            open[0].starts_with("spec.auth: not set in Replication mode")
+                && open[0].contains("any pod that can reach the pods can read and write"),
+            "{open:?}"
+        );
+
+        let strict = warns(replicated(
+            json!({"replication": {"minReplicasToWrite": 3}}),
+        ));
+        assert_eq!(
+            strict,
+            vec!["spec.replication.minReplicasToWrite: 3 is more than the 2 replica(s) of 3 pods, so writes will be refused".to_owned()]
+        );
+        assert!(
+            warns(replicated(
+                json!({"replication": {"minReplicasToWrite": 2}})
+            ))
+            .is_empty()
+        );
+        // Two pods with a single required replica is fine; one pod with one is not.
+        assert!(
+            warns(replicated(
+                json!({"replicas": 2, "replication": {"minReplicasToWrite": 1}})
+            ))
+            .is_empty()
+        );
+        assert_eq!(
+            warns(replicated(
+                json!({"replicas": 1, "replication": {"minReplicasToWrite": 1}})
+            ))
+            .len(),
+            2
+        );
+        // Refused anyway with no pods: no replication warning piled on the denial.
+        let v = Policy::default().validate_create(&replicated(json!({"replicas": 0})));
+        assert_eq!(
+            v.warnings,
+            vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
+        );
+    }
+
+    #[test]
+    fn standalone_stays_quiet_about_auth_and_warns_about_ignored_replication() {
+        // The tutorial's Redis has no auth: no warning about it.
+        let v = Policy::default().validate_create(&valid());
+        assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+        let v = Policy::default().validate_create(&redis(
+            "r",
+            json!({"replicas": 1, "image": "redis:7", "mode": "Standalone"}),
+        ));
+        assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+        for spec in [
+            json!({"image": "redis:7", "replication": {"failoverAfter": "30s"}}),
+            json!({"image": "redis:7", "mode": "Standalone", "replication": {}}),
+        ] {
+            let v = Policy::default().validate_create(&redis("r", spec.clone()));
+            assert!(v.allowed(), "{spec}: {}", v.message());
+            assert_eq!(
+                v.warnings,
+                vec!["spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)".to_owned()],
+                "{spec}"
+            );
+        }
+    }
+
+    #[test]
+    fn update_ratchets_the_new_rules_on_field_and_value() {
+        // Stored before these rules (or with the webhook bypassed).
+        let old = replicated(json!({
+            "replicas": 0,
+            "replication": {"failoverAfter": "2h"},
+            "auth": {"secretRef": {"name": "Old_Name"}},
+            "podDisruptionBudget": {"maxUnavailable": "150%"}
+        }));
+        // The controller removing its finalizer, or the mutating webhook filling defaults.
+        let mut same = replicated(json!({
+            "replicas": 0,
+            "replication": {"failoverAfter": "2h", "minReplicasToWrite": 0, "minReplicasMaxLag": 10},
+            "auth": {"secretRef": {"name": "Old_Name", "key": "password"}},
+            "podDisruptionBudget": {"maxUnavailable": "150%"}
+        }));
+        same.metadata.finalizers = Some(vec![]);
+        let v = Policy::default().validate_update(&same, &old);
+        assert!(v.allowed(), "{}", v.message());
+        assert_eq!(
+            v.warnings
+                .iter()
+                .filter(|w| w.contains("(allowed because the stored object already has this value"))
+                .count(),
+            4,
+            "{:?}",
+            v.warnings
+        );
+        // Any changed value is judged.
+        let changed = replicated(json!({
+            "replicas": 0,
+            "replication": {"failoverAfter": "3h"},
+            "auth": {"secretRef": {"name": "Other_Name"}},
+            "podDisruptionBudget": {"maxUnavailable": "-1%"}
+        }));
+        let v = Policy::default().validate_update(&changed, &old);
+        assert_eq!(
+            fields(&v),
+            vec![
+                "spec.replication.failoverAfter",
+                "spec.auth.secretRef.name",
+                "spec.podDisruptionBudget.maxUnavailable"
+            ]
+        );
+        // Zero pods stored in Standalone mode do not let a switch to Replication through.
+        let standalone = redis("r", json!({"replicas": 0}));
+        let v = Policy::default().validate_update(&replicated(json!({"replicas": 0})), &standalone);
+        assert_eq!(fields(&v), vec!["spec.replicas"]);
     }
 }
