@@ -16,6 +16,14 @@ pub enum Error {
     #[error("pod {0} exists and is not controlled by this Redis; delete or rename it")]
     PodNameConflict(String),
 
+    #[error("{kind} {name}: {source}")]
+    Child {
+        kind: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+
     #[error("the Redis has no {0} yet")]
     IncompleteObject(&'static str),
 
@@ -52,6 +60,11 @@ impl Error {
                 | kube::runtime::finalizer::Error::CleanupFailed(e) => e.metric_label(),
                 _ => "finalizer",
             },
+            Error::Child {
+                source: kube::Error::Api(status),
+                ..
+            } if status.code == 409 => "conflict",
+            Error::Child { .. } => "child",
             Error::PodsRemaining(_) => "pods_remaining",
             Error::PodNameConflict(_) => "pod_name_conflict",
             Error::IncompleteObject(_) => "incomplete_object",

@@ -2,6 +2,8 @@
 //!
 //! - [`plan`]: desired replicas + spec hash + the real pods → creates and deletes (pure).
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
+//! - [`children`]: the Services and the PodDisruptionBudget of a Redis (pure builders, and the
+//!   shell that applies what differs from the watch cache).
 //! - [`status`]: the status the pods amount to (pure).
 //! - [`terminating`]: namespaces being deleted, learnt from the API server's refusals.
 //! - [`watched`]: Redis objects watched untyped and decoded one by one, so one bad object does
@@ -9,6 +11,7 @@
 //! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
 //! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
+pub mod children;
 pub mod cli;
 mod error;
 pub mod leader;

@@ -43,6 +43,8 @@ pub struct Context {
     /// Consecutive failures per Redis, for exponential backoff.
     failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
     terminating: Mutex<TerminatingNamespaces>,
+    /// Services and PodDisruptionBudgets labelled as ours (see `children`).
+    children: crate::children::Stores,
 }
 
 impl Context {
@@ -59,7 +61,15 @@ impl Context {
             metrics,
             failures: Mutex::default(),
             terminating: Mutex::default(),
+            children: crate::children::Stores::empty(),
         }
+    }
+
+    /// The caches of the Services and PodDisruptionBudgets (`children::watch`); without them,
+    /// every pass applies every child.
+    pub fn with_children(mut self, stores: crate::children::Stores) -> Self {
+        self.children = stores;
+        self
     }
 
     fn terminating(&self) -> std::sync::MutexGuard<'_, TerminatingNamespaces> {
@@ -261,6 +271,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     if let Some(left) = ctx.terminating().remaining(namespace, Instant::now()) {
         return Ok(Requeue::requeue(left));
     }
+    // The Services and the PodDisruptionBudget (`children`). Their failure must not hold back
+    // the pods, so it is returned last.
+    let children = crate::children::apply(&ctx.client, &ctx.children, redis).await;
     let spec = pod_spec(&redis.spec);
     let hash = spec_hash(&spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
@@ -343,6 +356,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     if let Some(e) = first_error {
         return Err(e);
     }
+    // Lost on the early return above; then the next pass, brought by the pods' events, applies
+    // the children again and reports it.
+    children?;
     Ok(if retry_soon {
         Requeue::requeue(CACHE_LAG_RETRY)
     } else {

@@ -67,6 +67,9 @@ pub async fn run(
     pods.wait_until_ready()
         .await
         .map_err(|_| Error::IncompleteObject("pod cache"))?;
+    // The Services and PodDisruptionBudgets, cached (filled before any reconcile, so a restart
+    // re-applies none of them) and watched so one deleted or edited by hand is put back.
+    let children = crate::children::watch(&client, cli.namespace.as_deref()).await?;
     // Ready from here on, leader or warm standby (as controller-runtime managers are): a standby
     // that stayed unready would hold a rolling update forever and show every Deployment with
     // more than one replica as unavailable.
@@ -108,10 +111,15 @@ pub async fn run(
             instance: instance_name(),
         },
     );
-    let ctx = Arc::new(Context::new(client, pods, recorder, metrics.clone()));
+    let ctx = Arc::new(
+        Context::new(client, pods, recorder, metrics.clone())
+            .with_children(children.stores.clone()),
+    );
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let controller = Controller::for_stream_with(redis_watch, redis_store, resource)
         .owns_stream(pod_events)
+        .owns_stream(children.services)
+        .owns_stream(children.pdbs)
         .with_config(
             ControllerConfig::default()
                 .concurrency(cli.concurrency)
@@ -143,6 +151,7 @@ pub async fn run(
     // when that task drops its sender.
     let _ = stop_tx.send(());
     pod_watch.abort();
+    children.tasks.abort();
     if outcome.is_ok() {
         if tokio::time::timeout(DRAIN_TIMEOUT, controller)
             .await
