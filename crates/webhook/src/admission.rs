@@ -442,7 +442,9 @@ fn mutate(
     }
 }
 
-/// The patch that adds the missing defaults to `spec` (no spec: one op adding all of them).
+/// The patch that adds the missing defaults to `spec`, one `add` per missing field at its path
+/// (nested fields such as `/spec/replication/failoverAfter` included: the api crate lists a
+/// field only under parents that exist); no spec: one op adding all of them as one object.
 fn default_patch(spec: Option<&RedisSpec>) -> Option<Patch> {
     let missing = match spec {
         Some(spec) => spec.missing_defaults(),
@@ -454,17 +456,47 @@ fn default_patch(spec: Option<&RedisSpec>) -> Option<Patch> {
     let ops = match spec {
         Some(_) => missing
             .into_iter()
-            .map(|FieldDefault { field, value }| add(&["spec", field], value))
+            .map(|FieldDefault { path, value }| {
+                PatchOperation::Add(AddOperation {
+                    path: PointerBuf::from_tokens(
+                        std::iter::once("spec").chain(path.iter().copied()),
+                    ),
+                    value,
+                })
+            })
             .collect(),
         None => {
-            let all = missing
-                .into_iter()
-                .map(|d| (d.field.to_owned(), d.value))
-                .collect();
-            vec![add(&["spec"], Value::Object(all))]
+            let mut all = Value::Object(serde_json::Map::new());
+            for FieldDefault { path, value } in missing {
+                insert_at(&mut all, path, value);
+            }
+            vec![add(&["spec"], all)]
         }
     };
     Some(Patch(ops))
+}
+
+/// Puts `value` at `path` inside `object`, creating the objects on the way.
+fn insert_at(object: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut here = object;
+    for parent in parents {
+        if !here.is_object() {
+            *here = Value::Object(serde_json::Map::new());
+        }
+        let Value::Object(map) = here else { return };
+        here = map
+            .entry(*parent)
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+    if !here.is_object() {
+        *here = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(map) = here {
+        map.insert((*last).to_owned(), value);
+    }
 }
 
 fn add(path: &[&str], value: Value) -> PatchOperation {
@@ -758,6 +790,214 @@ mod tests {
         assert_eq!(a.outcome, Outcome::Allowed);
         assert!(response(&a).get("patch").is_none());
         assert_eq!(response(&a)["allowed"], true);
+    }
+
+    /// The patch's operations as `(path, value)`.
+    fn patch_ops(answer: &Answer) -> Vec<(String, Value)> {
+        let resp = answer.review.response.as_ref().expect("response");
+        let patch: Patch =
+            serde_json::from_slice(resp.patch.as_ref().expect("patch")).expect("patch decodes");
+        patch
+            .0
+            .into_iter()
+            .map(|op| match op {
+                PatchOperation::Add(AddOperation { path, value }) => (path.to_string(), value),
+                other => panic!("only adds are sent: {other:?}"),
+            })
+            .collect()
+    }
+
+    fn mutate(object: &Value) -> Answer {
+        answer(
+            Endpoint::Mutate,
+            &Policy::default(),
+            &review("CREATE", object.clone(), Value::Null),
+        )
+        .expect("answers")
+    }
+
+    #[test]
+    fn mutate_gives_the_tutorial_sample_exactly_the_four_fields_and_no_mode() {
+        let object = redis_object(
+            "my-op-redis",
+            json!({"replicas": 2, "image": "redis:5-alpine", "port": 8333}),
+        );
+        let a = mutate(&object);
+        assert_eq!(
+            patch_ops(&a),
+            vec![("/spec/imagePullPolicy".to_owned(), json!("IfNotPresent"))]
+        );
+        let empty = mutate(&redis_object("r", json!({})));
+        assert_eq!(
+            patch_ops(&empty)
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect::<Vec<_>>(),
+            vec![
+                "/spec/replicas",
+                "/spec/image",
+                "/spec/port",
+                "/spec/imagePullPolicy"
+            ]
+        );
+    }
+
+    #[test]
+    fn mutate_adds_the_whole_replication_object_when_it_is_absent() {
+        let object = redis_object(
+            "r",
+            json!({"replicas": 3, "image": "redis:7", "port": 6379, "imagePullPolicy": "Always", "mode": "Replication"}),
+        );
+        let a = mutate(&object);
+        assert_eq!(
+            patch_ops(&a),
+            vec![(
+                "/spec/replication".to_owned(),
+                json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"})
+            )]
+        );
+        let patched = apply_patch(&a, object.clone());
+        assert_eq!(patched["spec"]["mode"], "Replication");
+        assert_eq!(patched["spec"]["replication"]["failoverAfter"], "10s");
+        // `replication: null` is replaced the same way.
+        let mut null = object;
+        null["spec"]["replication"] = Value::Null;
+        let patched = apply_patch(&mutate(&null), null);
+        assert_eq!(patched["spec"]["replication"]["minReplicasMaxLag"], 10);
+    }
+
+    #[test]
+    fn mutate_adds_only_the_missing_replication_and_auth_keys() {
+        let object = redis_object(
+            "r",
+            json!({
+                "replicas": 3, "image": "redis:7", "port": 6379, "imagePullPolicy": "Always",
+                "mode": "Replication",
+                "replication": {"failoverAfter": "30s"},
+                "auth": {"secretRef": {"name": "my-redis-auth"}}
+            }),
+        );
+        let a = mutate(&object);
+        assert_eq!(
+            patch_ops(&a),
+            vec![
+                ("/spec/replication/minReplicasToWrite".to_owned(), json!(0)),
+                ("/spec/replication/minReplicasMaxLag".to_owned(), json!(10)),
+                ("/spec/auth/secretRef/key".to_owned(), json!("password")),
+            ]
+        );
+        let patched = apply_patch(&a, object);
+        assert_eq!(
+            patched["spec"]["replication"],
+            json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "30s"})
+        );
+        assert_eq!(
+            patched["spec"]["auth"],
+            json!({"secretRef": {"name": "my-redis-auth", "key": "password"}})
+        );
+        // Nothing more to add once filled.
+        let filled = redis_object("r", patched["spec"].clone());
+        assert!(response(&mutate(&filled)).get("patch").is_none());
+    }
+
+    #[test]
+    fn mutate_leaves_standalone_replication_settings_alone() {
+        let object = redis_object(
+            "r",
+            json!({"replicas": 1, "image": "redis:7", "port": 6379, "imagePullPolicy": "Always",
+                   "replication": {"failoverAfter": "30s"}}),
+        );
+        let a = mutate(&object);
+        assert_eq!(a.outcome, Outcome::Allowed);
+        assert!(response(&a).get("patch").is_none());
+        // Auth is completed in Standalone mode too.
+        let object = redis_object(
+            "r",
+            json!({"replicas": 1, "image": "redis:7", "port": 6379, "imagePullPolicy": "Always",
+                   "auth": {"secretRef": {"name": "s"}}}),
+        );
+        assert_eq!(
+            patch_ops(&mutate(&object)),
+            vec![("/spec/auth/secretRef/key".to_owned(), json!("password"))]
+        );
+    }
+
+    #[test]
+    fn insert_at_builds_nested_objects() {
+        let mut v = json!({});
+        insert_at(&mut v, &["a"], json!(1));
+        insert_at(&mut v, &["b", "c", "d"], json!("x"));
+        insert_at(&mut v, &["b", "e"], json!(2));
+        insert_at(&mut v, &[], json!(3));
+        assert_eq!(v, json!({"a": 1, "b": {"c": {"d": "x"}, "e": 2}}));
+    }
+
+    #[test]
+    fn validate_replication_rules_and_warnings() {
+        let check = |spec: Value| {
+            let a = answer(
+                Endpoint::Validate,
+                &Policy::default(),
+                &review("CREATE", redis_object("r", spec), Value::Null),
+            )
+            .expect("answers");
+            response(&a)
+        };
+        let r = check(json!({
+            "replicas": 0, "image": "redis:7", "mode": "Replication",
+            "replication": {"failoverAfter": "forever"},
+            "auth": {"secretRef": {"name": "s", "key": "a/b"}},
+            "podDisruptionBudget": {"maxUnavailable": "120%"}
+        }));
+        assert_eq!(r["allowed"], false);
+        assert_eq!(r["status"]["code"], 422);
+        let causes: Vec<_> = r["status"]["details"]["causes"]
+            .as_array()
+            .expect("causes")
+            .iter()
+            .map(|c| c["field"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            causes,
+            vec![
+                "spec.replicas",
+                "spec.replication.failoverAfter",
+                "spec.auth.secretRef.key",
+                "spec.podDisruptionBudget.maxUnavailable"
+            ]
+        );
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("spec.replicas: must be >= 1 in Replication mode"),
+            "{r}"
+        );
+
+        let r = check(
+            json!({"replicas": 1, "image": "redis:7", "mode": "Replication",
+                             "replication": {"minReplicasToWrite": 1}}),
+        );
+        assert_eq!(r["allowed"], true);
+        let warnings: Vec<&str> = r["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].contains("no failover is possible"));
+        assert!(warnings[1].contains("any pod that can reach the pods can read and write"));
+        assert!(warnings[2].contains("writes will be refused"));
+
+        let r = check(json!({"image": "redis:7", "replication": {"failoverAfter": "5s"}}));
+        assert_eq!(r["allowed"], true);
+        assert_eq!(
+            r["warnings"],
+            json!([
+                "spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)"
+            ])
+        );
     }
 
     #[test]
@@ -1058,6 +1298,14 @@ mod tests {
                             Just("image".to_owned()),
                             Just("imagePullPolicy".to_owned()),
                             Just("annotations".to_owned()),
+                            Just("mode".to_owned()),
+                            Just("replication".to_owned()),
+                            Just("failoverAfter".to_owned()),
+                            Just("auth".to_owned()),
+                            Just("secretRef".to_owned()),
+                            Just("key".to_owned()),
+                            Just("podDisruptionBudget".to_owned()),
+                            Just("maxUnavailable".to_owned()),
                             "[a-z]{1,8}"
                         ],
                         inner,
@@ -1111,6 +1359,53 @@ mod tests {
                         (typed, loose) => prop_assert!(false, "typed {:?} but loose {:?}", typed.map(|a| a.outcome), loose.map(|a| a.outcome)),
                     }
                 }
+            }
+
+            /// Every combination of present and missing nested fields: the patch applies, leaves
+            /// what was set, and leaves nothing to default (the spec becomes `with_defaults()`).
+            #[test]
+            fn nested_defaults_patch_to_the_defaulted_spec(
+                mode in prop_oneof![Just(None), Just(Some("Standalone")), Just(Some("Replication"))],
+                replication in prop::option::of((any::<bool>(), any::<bool>(), any::<bool>())),
+                auth in prop::option::of(any::<bool>()),
+                replicas in prop::option::of(0..5i32),
+                whole_spec_missing in any::<bool>(),
+            ) {
+                let mut spec = serde_json::Map::new();
+                if let Some(mode) = mode {
+                    spec.insert("mode".into(), json!(mode));
+                }
+                if let Some(replicas) = replicas {
+                    spec.insert("replicas".into(), json!(replicas));
+                }
+                if let Some((to_write, lag, after)) = replication {
+                    let mut r = serde_json::Map::new();
+                    if to_write { r.insert("minReplicasToWrite".into(), json!(2)); }
+                    if lag { r.insert("minReplicasMaxLag".into(), json!(5)); }
+                    if after { r.insert("failoverAfter".into(), json!("1m")); }
+                    spec.insert("replication".into(), Value::Object(r));
+                }
+                if let Some(key) = auth {
+                    let mut secret = json!({"name": "s"});
+                    if key { secret["key"] = json!("pw"); }
+                    spec.insert("auth".into(), json!({"secretRef": secret}));
+                }
+                let mut object = redis_object("r", Value::Object(spec.clone()));
+                if whole_spec_missing && spec.is_empty() {
+                    object.as_object_mut().map(|o| o.remove("spec"));
+                }
+                let expected: RedisSpec = serde_json::from_value(Value::Object(spec))
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let a = answer(Endpoint::Mutate, &Policy::default(), &review("CREATE", object.clone(), Value::Null))
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let patch: Patch = serde_json::from_slice(
+                    a.review.response.as_ref().and_then(|r| r.patch.as_ref()).ok_or_else(|| TestCaseError::fail("no patch"))?,
+                ).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                json_patch::patch(&mut object, &patch).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let patched: RedisSpec = serde_json::from_value(object["spec"].clone())
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                prop_assert_eq!(&patched, &expected.with_defaults());
+                prop_assert!(patched.missing_defaults().is_empty());
             }
 
             #[test]

@@ -329,3 +329,76 @@ async fn operations_port_reports_health_readiness_and_metrics() {
     assert!(text.contains("redis_webhook_certificate_reloads_total 0"));
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn a_replication_redis_is_defaulted_judged_and_warned_about() {
+    let server = start().await;
+    // deploy/samples/redis-replication.yaml as kubectl sends it.
+    let object = redis(
+        "my-replicated-redis",
+        json!({
+            "replicas": 3, "image": "redis:7.2-alpine", "mode": "Replication",
+            "replication": {"failoverAfter": "15s"},
+            "auth": {"secretRef": {"name": "my-replicated-redis-auth"}}
+        }),
+    );
+    let response = review_response(
+        &server,
+        "/mutate",
+        review("CREATE", object.clone(), Value::Null),
+    )
+    .await;
+    let patched = apply(&response, object);
+    assert_eq!(
+        patched["spec"],
+        json!({
+            "replicas": 3, "image": "redis:7.2-alpine", "port": 6379,
+            "imagePullPolicy": "IfNotPresent", "mode": "Replication",
+            "replication": {"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "15s"},
+            "auth": {"secretRef": {"name": "my-replicated-redis-auth", "key": "password"}}
+        })
+    );
+    let response = review_response(
+        &server,
+        "/validate",
+        review("CREATE", patched.clone(), Value::Null),
+    )
+    .await;
+    assert_eq!(response["allowed"], true, "{response}");
+    assert!(response.get("warnings").is_none(), "{response}");
+
+    // Without auth, on one pod, failing over after a day: refused for the day, warned about the rest.
+    let mut risky = patched.clone();
+    risky["spec"]["replicas"] = json!(1);
+    risky["spec"]["replication"]["failoverAfter"] = json!("24h");
+    if let Some(spec) = risky["spec"].as_object_mut() {
+        spec.remove("auth");
+    }
+    let response = review_response(
+        &server,
+        "/validate",
+        review("CREATE", risky.clone(), Value::Null),
+    )
+    .await;
+    assert_eq!(response["allowed"], false);
+    assert_eq!(
+        response["status"]["message"],
+        "spec.replication.failoverAfter: must be between 1s and 1h, got \"24h\""
+    );
+    let warnings = response["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+
+    // The same stored object passes an unchanged UPDATE (ratchet), a changed value does not.
+    let response = review_response(
+        &server,
+        "/validate",
+        review("UPDATE", risky.clone(), risky.clone()),
+    )
+    .await;
+    assert_eq!(response["allowed"], true, "{response}");
+    let mut worse = risky.clone();
+    worse["spec"]["replication"]["failoverAfter"] = json!("48h");
+    let response = review_response(&server, "/validate", review("UPDATE", worse, risky)).await;
+    assert_eq!(response["allowed"], false, "{response}");
+    server.shutdown().await.expect("clean shutdown");
+}
