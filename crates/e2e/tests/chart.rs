@@ -1123,6 +1123,19 @@ async fn check_release(
         (vec!["patch", "deployments.apps", "-n", ns.name()], false),
         (vec!["delete", "deployments.apps", "-n", ns.name()], false),
         (vec!["update", "pods", "-n", other_ns], false),
+        // The Services and PodDisruptionBudget of each Redis (server-side apply).
+        (vec!["patch", "services", "-n", other_ns], true),
+        (vec!["create", "services", "-n", other_ns], true),
+        (vec!["delete", "services", "-n", other_ns], true),
+        (vec!["get", "services", "-n", other_ns], false),
+        (
+            vec!["patch", "poddisruptionbudgets.policy", "-n", other_ns],
+            true,
+        ),
+        (
+            vec!["delete", "poddisruptionbudgets.policy", "-n", other_ns],
+            false,
+        ),
         (
             vec!["delete", "redis.myapp.tangx.in", "-n", other_ns],
             false,
