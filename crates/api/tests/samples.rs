@@ -1,7 +1,9 @@
 //! The samples in deploy/samples/ do what their comments promise, as far as the shared rules
 //! decide it (the e2e suite proves the same against a real API server and webhook).
 
-use api::{Policy, Redis};
+use api::{Mode, Policy, Redis};
+use serde::Deserialize;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn sample_path(name: &str) -> PathBuf {
@@ -28,6 +30,50 @@ fn the_tutorial_sample_is_valid_and_unchanged() {
     assert!(verdict.allowed(), "{}", verdict.message());
 }
 
+/// Every YAML document of a sample file.
+fn documents(name: &str) -> Vec<Value> {
+    let path = sample_path(name);
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_norway::Deserializer::from_str(&text)
+        .map(|doc| {
+            Value::deserialize(doc).unwrap_or_else(|e| panic!("decode {}: {e}", path.display()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_replication_sample_is_valid_quiet_and_brings_its_secret() {
+    let docs = documents("redis-replication.yaml");
+    let of_kind = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("redis-replication.yaml has no {kind}"))
+    };
+    let redis: Redis = serde_json::from_value(of_kind("Redis").clone()).expect("Redis decodes");
+    assert_eq!(redis.spec.mode(), Mode::Replication);
+    assert_eq!(redis.spec.replicas(), 3);
+    let verdict = Policy::default().validate_create(&redis);
+    assert!(verdict.allowed(), "{}", verdict.message());
+    assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+
+    // The Secret it names, with the key it reads (after defaulting).
+    let (name, key) = redis.spec.auth_secret().expect("auth is set");
+    let secret = of_kind("Secret");
+    assert_eq!(secret["apiVersion"], "v1");
+    assert_eq!(secret["metadata"]["name"], name);
+    assert!(
+        secret["stringData"][key]
+            .as_str()
+            .is_some_and(|p| !p.is_empty()),
+        "the Secret has a {key:?} entry"
+    );
+    assert!(
+        redis.spec.with_defaults().auth_secret() == Some((name, "password")),
+        "the sample relies on the default key"
+    );
+}
+
 #[test]
 fn each_invalid_sample_is_refused_for_the_reason_its_comment_gives() {
     // (sample, field, what the webhook would say, what the sample's comment quotes)
@@ -50,6 +96,30 @@ fn each_invalid_sample_is_refused_for_the_reason_its_comment_gives() {
             "\"tangx-in\" is a reserved name",
             "metadata.name: \"tangx-in\" is a reserved name",
         ),
+        (
+            "invalid/replication-without-pods.yaml",
+            "spec.replicas",
+            "must be >= 1 in Replication mode (one pod is the primary), got 0",
+            "spec.replicas: must be >= 1 in Replication mode (one pod is the primary), got 0",
+        ),
+        (
+            "invalid/failover-after-too-long.yaml",
+            "spec.replication.failoverAfter",
+            "must be between 1s and 1h, got \"2h\"",
+            "spec.replication.failoverAfter: must be between 1s and 1h, got \"2h\"",
+        ),
+        (
+            "invalid/auth-secret-name-invalid.yaml",
+            "spec.auth.secretRef.name",
+            "must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"Redis_Auth\"",
+            "spec.auth.secretRef.name: must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"Redis_Auth\"",
+        ),
+        (
+            "invalid/max-unavailable-over-100-percent.yaml",
+            "spec.podDisruptionBudget.maxUnavailable",
+            "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got \"150%\"",
+            "spec.podDisruptionBudget.maxUnavailable: must be a number >= 0 or a percentage between \"0%\" and \"100%\", got \"150%\"",
+        ),
     ] {
         let verdict = Policy::default().validate_create(&load(file));
         assert_eq!(verdict.violations.len(), 1, "{file}: {}", verdict.message());
@@ -59,6 +129,24 @@ fn each_invalid_sample_is_refused_for_the_reason_its_comment_gives() {
         assert!(
             comment.contains(quoted),
             "{file}'s comment should quote {quoted:?}"
+        );
+    }
+}
+
+#[test]
+fn every_invalid_sample_is_checked() {
+    let dir = sample_path("invalid");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let source = include_str!("samples.rs");
+    for file in files {
+        assert!(
+            source.contains(&format!("\"invalid/{file}\"")),
+            "deploy/samples/invalid/{file} is not checked by each_invalid_sample_is_refused_for_the_reason_its_comment_gives"
         );
     }
 }
