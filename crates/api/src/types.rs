@@ -95,15 +95,15 @@ pub struct RedisSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
 
-    /// Standalone (the default): every pod is an independent redis-server. Replication: one pod is the primary, the others replicate it, and the operator fails over to the most up-to-date replica when the primary is lost.
+    /// Standalone (the default): every pod is an independent redis-server. Replication: one pod is the primary, the others replicate it, and the operator fails over to the most up-to-date replica when the primary is lost; it needs replicas >= 1 (3 or more to keep a replica through a failover), and should have auth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
 
-    /// Settings of Replication mode (ignored in Standalone mode).
+    /// Settings of Replication mode (ignored in Standalone mode, with a warning). In Replication mode the admission webhook fills the missing ones with their defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replication: Option<ReplicationSpec>,
 
-    /// Password protection: the password is read from a Secret, required from every client and used between replicas. Changing the Secret changes the password on the running pods, without restarting them. Off when not set.
+    /// Password protection: the password is read from a Secret, required from every client and used between replicas. Changing the Secret changes the password on the running pods, without restarting them. Off when not set (Replication mode without it gets a warning: any pod that can reach the pods can read and write).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthSpec>,
 
@@ -136,17 +136,17 @@ impl Mode {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicationSpec {
-    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and within minReplicasMaxLag. Defaults to 0 (writes never wait for replicas).
+    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and within minReplicasMaxLag. At least 0; more than replicas-1 refuses every write (a warning says so). Defaults to 0 (writes never wait for replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub min_replicas_to_write: Option<i32>,
 
-    /// Redis `min-replicas-max-lag` on the primary, in seconds: how stale a replica's last acknowledgement may be for it to count towards minReplicasToWrite, and for the Replicating condition. Defaults to 10.
+    /// Redis `min-replicas-max-lag` on the primary, in seconds: how stale a replica's last acknowledgement may be for it to count towards minReplicasToWrite, and for the Replicating condition. At least 1. Defaults to 10.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub min_replicas_max_lag: Option<i32>,
 
-    /// How long the primary must be unreachable or not Ready before the operator promotes a replica, as a duration such as "10s" or "1m". A primary whose pod is gone, or whose redis-server restarted and lost its data, is replaced at once. Defaults to "10s".
+    /// How long the primary must be unreachable or not Ready before the operator promotes a replica, as a duration such as "10s", "1m30s" or "1h", between 1s and 1h. A primary whose pod is gone, or whose redis-server restarted and lost its data, is replaced at once. Defaults to "10s".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover_after: Option<String>,
 }
@@ -163,11 +163,11 @@ pub struct AuthSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretKeyRef {
-    /// Name of the Secret.
+    /// Name of the Secret (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.').
     #[schemars(length(min = 1))]
     pub name: String,
 
-    /// Key in the Secret's data. Defaults to "password".
+    /// Key in the Secret's data (letters, digits, '-', '_' and '.'). Defaults to "password".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
 }
@@ -176,7 +176,7 @@ pub struct SecretKeyRef {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodDisruptionBudgetSpec {
-    /// How many pods may be unavailable through voluntary disruptions at once: a number, or a percentage such as "25%". Defaults to 1.
+    /// How many pods may be unavailable through voluntary disruptions at once: a number >= 0, or a percentage from "0%" to "100%" such as "25%". Defaults to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
 }
