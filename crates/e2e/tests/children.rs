@@ -1,0 +1,274 @@
+//! The Services and the PodDisruptionBudget the controller keeps for every Redis, on the bed's
+//! real node: the `<name>` Service really routes to Redis through kube-proxy and comes back when
+//! deleted by hand, and the PodDisruptionBudget really holds back a second eviction while the
+//! first evicted pod is not back.
+
+use std::time::Duration;
+
+use api::{Redis, RedisSpec};
+use e2e::node::{self, NODE_NAME, REDIS_IMAGE};
+use e2e::operator::Operator;
+use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{DeleteParams, EvictParams, ListParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+
+/// Real containers start in seconds; a replaced pod also waits for the old one to terminate.
+const CONVERGE: Duration = Duration::from_secs(120);
+
+async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
+    let cluster = Cluster::connect().await?;
+    node::require_real_node(&cluster).await?;
+    let ns = cluster
+        .namespace_with(
+            prefix,
+            NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node(),
+        )
+        .await?;
+    let operator = Operator::start(&cluster, &ns).await?;
+    Ok((cluster, ns, operator))
+}
+
+async fn create_redis(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: i32,
+    port: i32,
+) -> Result<Redis, Error> {
+    let redis = Redis::new(
+        name,
+        RedisSpec {
+            replicas: Some(replicas),
+            image: Some(REDIS_IMAGE.into()),
+            port: Some(port),
+            ..RedisSpec::default()
+        },
+    );
+    ns.api::<Redis>()
+        .create(&PostParams::default(), &redis)
+        .await
+        .context(format!("creating Redis {name}"))
+}
+
+/// Waits until the Redis has `replicas` pods, none terminating, all Ready on the real node.
+async fn wait_ready_pods(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: usize,
+) -> Result<Vec<Pod>, Error> {
+    let pods: Api<Pod> = ns.api();
+    wait_for(
+        &format!("{name}: {replicas} pods Ready on {NODE_NAME}"),
+        CONVERGE,
+        || async {
+            let list = pods
+                .list(&ListParams::default().labels(&api::pods::selector_string(name)))
+                .await
+                .map_err(seen)?
+                .items;
+            let ready = list.iter().all(|p| {
+                e2e::pods::is_ready(p)
+                    && p.metadata.deletion_timestamp.is_none()
+                    && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+            });
+            if list.len() == replicas && ready {
+                Ok(list)
+            } else {
+                Err(list
+                    .iter()
+                    .map(|p| format!("{} {}", p.name_any(), e2e::pods::describe(p)))
+                    .collect::<Vec<_>>()
+                    .join("; "))
+            }
+        },
+    )
+    .await
+}
+
+/// Whether the Redis is the object's controller.
+fn controlled_by<K: Resource>(obj: &K, redis: &Redis) -> bool {
+    obj.owner_references().iter().any(|o| {
+        o.controller == Some(true)
+            && Some(o.uid.as_str()) == redis.metadata.uid.as_deref()
+            && o.kind == "Redis"
+    })
+}
+
+/// Waits for a Service `name` controlled by `redis` whose uid is not `not_uid`.
+async fn wait_service(
+    ns: &TestNamespace,
+    name: &str,
+    redis: &Redis,
+    not_uid: Option<&str>,
+) -> Result<Service, Error> {
+    let services: Api<Service> = ns.api();
+    wait_for(
+        &format!("Service {name}, owned by its Redis"),
+        CONVERGE,
+        || async {
+            match services.get_opt(name).await.map_err(seen)? {
+                Some(s) if controlled_by(&s, redis) && s.uid().as_deref() != not_uid => Ok(s),
+                Some(s) => Err(format!(
+                    "uid {:?}, owners {:?}",
+                    s.uid(),
+                    s.owner_references()
+                )),
+                None => Err("no such Service".into()),
+            }
+        },
+    )
+    .await
+}
+
+/// `redis-cli PING` through the Service's ClusterIP, retried while kube-proxy programs it.
+async fn ping_through(service: &Service, port: u16) -> Result<(), Error> {
+    let ip = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .filter(|ip| ip != "None")
+        .ok_or_else(|| Error::Process {
+            what: format!("reaching Service {}", service.name_any()),
+            reason: "it has no ClusterIP".into(),
+        })?;
+    wait_for(
+        &format!("PONG through Service {} ({ip}:{port})", service.name_any()),
+        CONVERGE,
+        || async {
+            match node::redis_cli(&ip, port, &["PING"]).await? {
+                pong if pong == "PONG" => Ok(()),
+                other => Err(format!("answered {other:?}")),
+            }
+        },
+    )
+    .await
+}
+
+/// Standalone: the `<name>` Service selects every pod of the Redis on port `redis`, answers
+/// PING through kube-proxy, and is put back (a new one, reachable too) when deleted by hand;
+/// the Replication-mode Services do not exist.
+#[tokio::test]
+async fn the_service_routes_to_redis_and_comes_back_when_deleted() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("children-svc").await?;
+    let redis = create_redis(&ns, "svc", 2, 8333).await?;
+    wait_ready_pods(&ns, "svc", 2).await?;
+
+    let service = wait_service(&ns, "svc", &redis, None).await?;
+    let spec = service.spec.clone().unwrap_or_default();
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(spec.selector, Some(api::pods::selector_labels("svc")));
+    let ports = spec.ports.unwrap_or_default();
+    assert_eq!(ports.len(), 1, "{ports:?}");
+    assert_eq!(ports[0].name.as_deref(), Some("redis"));
+    assert_eq!(ports[0].port, 8333);
+    assert_eq!(
+        ports[0].target_port,
+        Some(IntOrString::String("redis".into()))
+    );
+    let services: Api<Service> = ns.api();
+    for absent in ["svc-replicas", "svc-headless"] {
+        assert!(
+            services.get_opt(absent).await.context("reading")?.is_none(),
+            "{absent} exists in Standalone mode"
+        );
+    }
+    ping_through(&service, 8333).await?;
+
+    services
+        .delete("svc", &DeleteParams::default())
+        .await
+        .context("deleting Service svc by hand")?;
+    let again = wait_service(&ns, "svc", &redis, service.uid().as_deref()).await?;
+    ping_through(&again, 8333).await?;
+    Ok(())
+}
+
+/// The PodDisruptionBudget (maxUnavailable 1 by default) over 3 Ready pods: the first eviction
+/// is allowed, a second one while the evicted pod is not back Ready is refused with 429, and
+/// once the Redis has healed an eviction is allowed again.
+#[tokio::test]
+async fn the_pdb_lets_one_pod_be_evicted_at_a_time() -> Result<(), Error> {
+    let (cluster, ns, _operator) = setup("children-pdb").await?;
+    let redis = create_redis(&ns, "budget", 3, 6379).await?;
+    wait_ready_pods(&ns, "budget", 3).await?;
+
+    let pdbs: Api<PodDisruptionBudget> = ns.api();
+    // The disruption controller counts the pods against the Redis's scale subresource; until
+    // it has, no eviction is allowed at all.
+    let pdb = wait_for(
+        "PDB budget owned by its Redis, allowing 1 disruption of 3 healthy pods",
+        CONVERGE,
+        || async {
+            let pdb = pdbs
+                .get_opt("budget")
+                .await
+                .map_err(seen)?
+                .ok_or("no PDB")?;
+            let status = pdb.status.clone().unwrap_or_default();
+            if controlled_by(&pdb, &redis)
+                && status.current_healthy == Some(3)
+                && status.expected_pods == Some(3)
+                && status.disruptions_allowed == Some(1)
+            {
+                Ok(pdb)
+            } else {
+                Err(format!(
+                    "owners {:?}, status {status:?}",
+                    pdb.owner_references()
+                ))
+            }
+        },
+    )
+    .await?;
+    let spec = pdb.spec.clone().unwrap_or_default();
+    assert_eq!(spec.max_unavailable, Some(IntOrString::Int(1)));
+    assert_eq!(spec.min_available, None);
+    assert_eq!(
+        spec.selector.and_then(|s| s.match_labels),
+        Some(api::pods::selector_labels("budget"))
+    );
+
+    // kube's client retries a 429 (honouring Retry-After) until it succeeds, which would turn the
+    // refusal into a late success once budget-0 is back: evict with a client that does not.
+    let mut config = cluster.config().clone();
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).context("building a client without retries")?;
+    let pods: Api<Pod> = Api::namespaced(client, ns.name());
+    let evict = EvictParams::default();
+    pods.evict("budget-0", &evict)
+        .await
+        .context("evicting budget-0 (the budget allows one)")?;
+    // At once: budget-0 is terminating or being recreated, not Ready.
+    match pods.evict("budget-1", &evict).await {
+        Err(kube::Error::Api(status)) if status.code == 429 => {
+            assert_eq!(status.reason, "TooManyRequests", "{status:?}");
+        }
+        other => panic!("a second eviction must be refused with 429, got {other:?}"),
+    }
+    let now = pods.get("budget-1").await.context("reading budget-1")?;
+    assert!(
+        now.metadata.deletion_timestamp.is_none(),
+        "budget-1 was not evicted"
+    );
+
+    // A budget, not a block: once budget-0 is back Ready, the next eviction goes through.
+    wait_ready_pods(&ns, "budget", 3).await?;
+    wait_for("the PDB to allow 1 disruption again", CONVERGE, || async {
+        let pdb = pdbs.get("budget").await.map_err(seen)?;
+        let status = pdb.status.unwrap_or_default();
+        if status.disruptions_allowed == Some(1) {
+            Ok(())
+        } else {
+            Err(format!("{status:?}"))
+        }
+    })
+    .await?;
+    pods.evict("budget-1", &evict)
+        .await
+        .context("evicting budget-1 once the Redis healed")?;
+    Ok(())
+}
