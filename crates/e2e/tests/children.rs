@@ -272,3 +272,99 @@ async fn the_pdb_lets_one_pod_be_evicted_at_a_time() -> Result<(), Error> {
         .context("evicting budget-1 once the Redis healed")?;
     Ok(())
 }
+
+/// The selector of the Service `name`, once it exists.
+async fn selector_of(
+    services: &Api<Service>,
+    name: &str,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, String> {
+    Ok(services
+        .get_opt(name)
+        .await
+        .map_err(seen)?
+        .map(|s| s.spec.and_then(|s| s.selector).unwrap_or_default()))
+}
+
+/// A mode switch (on kwok: only the objects matter here, the replication engine's own tests
+/// run the servers): Replication adds `<name>-replicas` and the headless `<name>-headless` and
+/// narrows `<name>` to the primary; back to Standalone, the two are deleted and `<name>`
+/// selects every pod again.
+#[tokio::test]
+async fn a_mode_switch_adds_and_removes_the_role_services() -> Result<(), Error> {
+    let cluster = Cluster::connect().await?;
+    let ns = cluster
+        .namespace_with(
+            "children-mode",
+            NamespaceOptions::default().pod_security("restricted"),
+        )
+        .await?;
+    let _operator = Operator::start(&cluster, &ns).await?;
+    let redis = create_redis(&ns, "switch", 2, 6379).await?;
+    let services: Api<Service> = ns.api();
+    let all = api::pods::selector_labels("switch");
+    wait_service(&ns, "switch", &redis, None).await?;
+
+    let mode = |mode: &str| serde_json::json!({"spec": {"mode": mode}});
+    let redis_api: Api<Redis> = ns.api();
+    redis_api
+        .patch(
+            "switch",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(mode("Replication")),
+        )
+        .await
+        .context("switching to Replication")?;
+    let primary = api::pods::role_selector("switch", api::pods::ROLE_PRIMARY);
+    let replica = api::pods::role_selector("switch", api::pods::ROLE_REPLICA);
+    wait_for(
+        "the three Services of Replication mode",
+        CONVERGE,
+        || async {
+            let seen = (
+                selector_of(&services, "switch").await?,
+                selector_of(&services, "switch-replicas").await?,
+                selector_of(&services, "switch-headless").await?,
+            );
+            if seen
+                == (
+                    Some(primary.clone()),
+                    Some(replica.clone()),
+                    Some(all.clone()),
+                )
+            {
+                Ok(())
+            } else {
+                Err(format!("{seen:?}"))
+            }
+        },
+    )
+    .await?;
+    let headless = wait_service(&ns, "switch-headless", &redis, None).await?;
+    let spec = headless.spec.unwrap_or_default();
+    assert_eq!(spec.cluster_ip.as_deref(), Some("None"));
+    assert_eq!(spec.publish_not_ready_addresses, Some(true));
+    wait_service(&ns, "switch-replicas", &redis, None).await?;
+
+    redis_api
+        .patch(
+            "switch",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(mode("Standalone")),
+        )
+        .await
+        .context("switching back to Standalone")?;
+    wait_for("Standalone's one Service", CONVERGE, || async {
+        let seen = (
+            selector_of(&services, "switch").await?,
+            selector_of(&services, "switch-replicas").await?,
+            selector_of(&services, "switch-headless").await?,
+        );
+        if seen == (Some(all.clone()), None, None) {
+            Ok(())
+        } else {
+            Err(format!("{seen:?}"))
+        }
+    })
+    .await?;
+    Ok(())
+}
