@@ -866,10 +866,13 @@ fn report_run_writes(run: &[&AuditEvent], args: &Args, ready_wall: Timestamp) {
     }
 
     let replicas = usize::try_from(args.replicas).unwrap_or(0);
-    let minimum = args.count * (replicas + 2);
+    // Per Redis: its pods, the finalizer, one status write, and one apply each of its Service
+    // and its PodDisruptionBudget.
+    let minimum = args.count * (replicas + 4);
     let events = run.iter().filter(|e| e.resource == "events").count();
     println!(
-        "minimum: {minimum} = {} x ({replicas} pod creates + 1 finalizer write + 1 status write)",
+        "minimum: {minimum} = {} x ({replicas} pod creates + 1 finalizer write + 1 status write \
+         + 1 Service + 1 PodDisruptionBudget apply)",
         args.count
     );
     println!(
