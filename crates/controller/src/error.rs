@@ -47,6 +47,9 @@ pub enum Error {
 
     #[error("the metrics server failed: {0}")]
     MetricsServer(#[source] std::io::Error),
+
+    #[error("redis-server of pod {0}: {1}")]
+    Redis(String, String),
 }
 
 impl Error {
@@ -68,6 +71,7 @@ impl Error {
             Error::PodsRemaining(_) => "pods_remaining",
             Error::PodNameConflict(_) => "pod_name_conflict",
             Error::IncompleteObject(_) => "incomplete_object",
+            Error::Redis(..) => "redis",
             _ => "other",
         }
     }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod plan;
 pub mod pod;
 pub mod reconcile;
+pub mod replication;
 pub mod run;
 pub mod status;
 pub mod terminating;

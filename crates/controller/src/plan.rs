@@ -23,6 +23,8 @@ pub struct PodView {
     pub terminating: bool,
     /// Why it cannot become Ready on its own, when the kubelet or scheduler says so.
     pub trouble: Option<PodTrouble>,
+    /// It carries the primary role label (Replication mode).
+    pub primary: bool,
 }
 
 /// A pod stuck for a reason the user has to fix (a wrong image, a crashing process, no node):
@@ -111,6 +113,12 @@ impl PodView {
             finished: matches!(phase, Some("Failed" | "Succeeded")),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             trouble: PodTrouble::of(pod),
+            primary: pod
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(api::pods::ROLE_LABEL))
+                .is_some_and(|r| r == api::pods::ROLE_PRIMARY),
             name,
         }
     }
@@ -182,7 +190,9 @@ pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<Action> 
             Some(_) if pod.finished => Some(DeleteReason::Finished),
             Some(_) => None,
         };
-        if let Some(reason) = reason {
+        if let Some(reason) = reason
+            && !held_as_primary(pod, pods)
+        {
             deletes.push((pod.ordinal, pod.delete(reason)));
         }
     }
@@ -218,6 +228,8 @@ fn rolling_replacements(replicas: u32, hash: &str, pods: &[PodView]) -> Vec<Acti
         .filter(|p| !p.terminating && p.spec_hash.as_deref() != Some(hash))
         .collect();
     outdated.sort_by_key(|p| std::cmp::Reverse(p.ordinal));
+    // A serving primary is replaced after it has handed over (it is then a replica).
+    outdated.retain(|p| !(p.ready && held_as_primary(p, pods)));
     let unready: Vec<Action> = outdated
         .iter()
         .filter(|p| !p.ready)
@@ -239,6 +251,19 @@ fn rolling_replacements(replicas: u32, hash: &str, pods: &[PodView]) -> Vec<Acti
     } else {
         Vec::new()
     }
+}
+
+/// A Ready primary with other live pods beside it is not deleted: the replication engine first
+/// hands its role to a replica that stays (a switchover loses no acknowledged write), and the
+/// pod goes in a later pass. A primary that is not Ready, or alone, may go: there is nothing to
+/// hand over to, or failover takes over anyway.
+fn held_as_primary(pod: &PodView, pods: &[PodView]) -> bool {
+    pod.primary
+        && pod.ready
+        && !pod.finished
+        && pods
+            .iter()
+            .any(|p| p.name != pod.name && !p.terminating && !p.finished)
 }
 
 /// Counts for status: pods that exist (not terminating), and of those the Ready ones.
@@ -274,6 +299,7 @@ mod tests {
             finished: false,
             terminating: false,
             trouble: None,
+            primary: false,
         }
     }
 
@@ -606,5 +632,35 @@ mod tests {
                 "0/3 nodes are available".to_owned()
             ))
         );
+    }
+
+    #[test]
+    fn a_serving_primary_is_neither_scaled_away_nor_rolled_before_it_hands_over() {
+        let primary = |i| PodView {
+            primary: true,
+            ..pod(i)
+        };
+        // Scale 3 -> 1 with the primary at ordinal 2: the replica at 1 goes, the primary waits.
+        let pods = [pod(0), pod(1), primary(2)];
+        let deleted: Vec<String> = plan(1, H, &pods)
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Delete { name, .. } => Some(name),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, vec!["r-1".to_owned()]);
+        // An outdated primary waits; the outdated replica beside it is replaced first.
+        let old = |p: PodView| PodView {
+            spec_hash: Some("old".into()),
+            ..p
+        };
+        let actions = plan(3, H, &[pod(0), old(pod(1)), old(primary(2))]);
+        assert!(
+            matches!(actions.as_slice(), [Action::Delete { name, .. }] if name == "r-1"),
+            "{actions:?}"
+        );
+        // Alone, or not Ready, it may go.
+        assert!(!plan(0, H, &[primary(0)]).is_empty());
     }
 }

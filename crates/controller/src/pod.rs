@@ -1,6 +1,7 @@
 //! The pod a `Redis` wants at each ordinal (DESIGN §3), and the hash that tells a pod built from
 //! an older spec from a current one. Pure: the reconciler only sends what this builds.
 
+use crate::replication::info::{FENCE_HOST, FENCE_PORT};
 use api::pods::{pod_labels, pod_name};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
@@ -30,6 +31,25 @@ const DATA_PATH: &str = "/data";
 /// The pod spec every pod of this Redis runs (the same for all ordinals).
 pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
     let port = spec.port();
+    let mut args = vec![
+        "redis-server".to_owned(),
+        "--port".to_owned(),
+        port.to_string(),
+        // Protected mode refuses every client but loopback when no password is set; the
+        // official images are built with it off, Debian's redis-server is not. Clients reach
+        // the pod over the pod network, so say it rather than depend on how the image was built.
+        "--protected-mode".to_owned(),
+        "no".to_owned(),
+    ];
+    if spec.mode() == api::Mode::Replication {
+        // Start fenced: a replica of nowhere until the operator says whom to follow, so a
+        // restarted primary never serves (or feeds its replicas) an empty data set.
+        args.extend([
+            "--replicaof".to_owned(),
+            FENCE_HOST.to_owned(),
+            FENCE_PORT.to_string(),
+        ]);
+    }
     let ping = Probe {
         exec: Some(ExecAction {
             command: Some(vec![
@@ -61,16 +81,7 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             image: Some(spec.image().to_owned()),
             image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
             // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
-            // Protected mode refuses every client but loopback when no password is set; the
-            // official images are built with it off, Debian's redis-server is not. Clients reach
-            // the pod over the pod network, so say it rather than depend on how the image was built.
-            args: Some(vec![
-                "redis-server".into(),
-                "--port".into(),
-                port.to_string(),
-                "--protected-mode".into(),
-                "no".into(),
-            ]),
+            args: Some(args),
             ports: Some(vec![ContainerPort {
                 name: Some("redis".into()),
                 container_port: port,

@@ -5,6 +5,7 @@ use crate::Error;
 use crate::metrics::{Metrics, ReasonLabels};
 use crate::plan::{self, Action, DeleteReason, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
+use crate::replication;
 use crate::status::{PodFailure, desired_status, with_failure};
 use crate::terminating::TerminatingNamespaces;
 use crate::watched;
@@ -45,6 +46,8 @@ pub struct Context {
     terminating: Mutex<TerminatingNamespaces>,
     /// Services and PodDisruptionBudgets labelled as ours (see `children`).
     children: crate::children::Stores,
+    /// Replication mode: since when each primary has been unhealthy.
+    replication: replication::State,
 }
 
 impl Context {
@@ -62,6 +65,7 @@ impl Context {
             failures: Mutex::default(),
             terminating: Mutex::default(),
             children: crate::children::Stores::empty(),
+            replication: replication::State::default(),
         }
     }
 
@@ -277,18 +281,28 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let spec = pod_spec(&redis.spec);
     let hash = spec_hash(&spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
-    let views: Vec<PodView> = owned_pods(ctx, redis)
-        .iter()
-        .map(|p| PodView::from_pod(name, p))
-        .collect();
+    let owned = owned_pods(ctx, redis);
+    let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();
     let actions = plan::plan(replicas, &hash, &views);
 
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
+    let mut first_error = None;
+    // Roles first: a primary whose pod the plan is about to remove hands over before it goes.
+    let replication = replicate(redis, ctx, &reference, &owned, &hash, replicas)
+        .await
+        .unwrap_or_else(|e| {
+            first_error = Some(e);
+            None
+        });
+    let next_pass = if replication.is_some() {
+        replication::POLL
+    } else {
+        RESYNC
+    };
     announce_scaling(redis, ctx, &reference, replicas, &views, &actions).await;
     let mut retry_soon = false;
     let mut changed = false;
-    let mut first_error = None;
     let mut failure = None;
     let mut stop_creating = false;
     for action in &actions {
@@ -334,7 +348,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     // The pods just changed, so a status computed from the pods seen before would be stale at
     // once; the watch events of those changes bring the next pass, which writes it.
     if changed && first_error.is_none() {
-        return Ok(Requeue::requeue(RESYNC));
+        return Ok(Requeue::requeue(next_pass));
     }
 
     let stored = redis.status.as_ref();
@@ -350,6 +364,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         ),
         failure.as_ref(),
     );
+    let status = crate::status::with_replication(status, replication.as_ref(), stored, now());
     if stored != Some(&status) {
         write_status(redis, ctx, namespace, name, &status).await?;
     }
@@ -360,10 +375,58 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     // the children again and reports it.
     children?;
     Ok(if retry_soon {
-        Requeue::requeue(CACHE_LAG_RETRY)
+        Requeue::requeue(CACHE_LAG_RETRY.min(next_pass))
     } else {
-        Requeue::requeue(RESYNC)
+        Requeue::requeue(next_pass)
     })
+}
+
+/// Replication mode: observe the redis-servers, run the role steps, record what was promoted.
+/// `None` in Standalone mode.
+async fn replicate(
+    redis: &Redis,
+    ctx: &Context,
+    reference: &ObjectReference,
+    owned: &[Arc<Pod>],
+    hash: &str,
+    replicas: u32,
+) -> Result<Option<replication::Outcome>, Error> {
+    let uid = redis.metadata.uid.as_deref().unwrap_or_default();
+    if redis.spec.mode() != api::Mode::Replication {
+        ctx.replication.forget(uid);
+        return Ok(None);
+    }
+    let namespace = redis
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::IncompleteObject("namespace"))?;
+    let pass = replication::Pass {
+        client: &ctx.client,
+        state: &ctx.replication,
+        namespace,
+        uid,
+        hash,
+        replicas,
+        port: u16::try_from(redis.spec.port()).unwrap_or_default(),
+        password: None,
+        replication: redis.spec.replication(),
+    };
+    let outcome = replication::reconcile(&pass, owned).await?;
+    if let Some((reason, note)) = &outcome.decision.event {
+        tracing::info!(redis = %redis.name_any(), reason, note, "replication");
+        publish(
+            ctx,
+            reference,
+            None,
+            EventType::Normal,
+            reason,
+            "Promote",
+            note.clone(),
+        )
+        .await;
+    }
+    Ok(Some(outcome))
 }
 
 /// Deletion of the Redis: delete its pods, and release the Redis once every one of them is going
@@ -375,6 +438,8 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .namespace
         .as_deref()
         .ok_or(Error::IncompleteObject("namespace"))?;
+    ctx.replication
+        .forget(redis.metadata.uid.as_deref().unwrap_or_default());
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
     let mut unsure = 0;

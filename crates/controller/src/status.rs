@@ -95,6 +95,58 @@ fn stuck(pods: &[PodView]) -> Option<(usize, &PodView, &plan::PodTrouble)> {
     Some((stuck().count(), first, first.trouble.as_ref()?))
 }
 
+/// Replication mode: the primary, each member's role and lag, and the `Replicating` and
+/// `FailingOver` conditions; `Ready` only while a primary serves. Standalone (`None`): unchanged.
+pub fn with_replication(
+    mut status: RedisStatus,
+    outcome: Option<&crate::replication::Outcome>,
+    stored: Option<&RedisStatus>,
+    now: Time,
+) -> RedisStatus {
+    let Some(outcome) = outcome else {
+        return status;
+    };
+    use crate::replication::plan::Health;
+    let health = &outcome.decision.health;
+    status.primary = outcome.decision.primary.clone();
+    status.members = outcome.members.clone();
+    let serving = matches!(health, Health::Replicating | Health::Degraded(_));
+    if !serving
+        && let Some(ready) = status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == READY && c.status == "True")
+    {
+        let [replicating, _] = crate::replication::conditions(health);
+        ready.status = "False".to_owned();
+        ready.reason = replicating.2.to_owned();
+        ready.message = replicating.3;
+        ready.last_transition_time = now.clone();
+        if let Some(previous) = stored
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
+            .filter(|c| c.status == "False")
+        {
+            ready.last_transition_time = previous.last_transition_time.clone();
+        }
+    }
+    let generation = status.observed_generation;
+    for (type_, value, reason, message) in crate::replication::conditions(health) {
+        let last_transition_time = stored
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+            .filter(|c| c.status == value)
+            .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
+        status.conditions.push(Condition {
+            type_: type_.to_owned(),
+            status: value.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            observed_generation: generation,
+            last_transition_time,
+        });
+    }
+    status
+}
+
 /// A pod write the API server refused in this pass: its Event reason and what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodFailure {
@@ -133,6 +185,7 @@ mod tests {
             finished: false,
             terminating: false,
             trouble: None,
+            primary: false,
         }
     }
 

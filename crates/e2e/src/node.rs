@@ -8,10 +8,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::Api;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use tokio::process::Command;
 
-use crate::{Cluster, Context, Error, repo_root};
+use crate::{Cluster, Context, Error, TestNamespace, repo_root, seen};
 
 /// The real node's name (`NODE_NAME` in `hack/cluster/node/node.sh`).
 pub const NODE_NAME: &str = "real-node-0";
@@ -129,4 +130,55 @@ pub async fn signal(pid: u32, signal: &str) -> Result<(), String> {
     } else {
         Err(format!("kill -s {signal} {pid}: {status}"))
     }
+}
+
+/// The pods of Redis `name` (terminating ones too), by name.
+pub async fn pods_of(ns: &TestNamespace, name: &str) -> Result<Vec<Pod>, String> {
+    let pods: Api<Pod> = ns.api();
+    let mut list = pods
+        .list(&ListParams::default().labels(&api::pods::selector_string(name)))
+        .await
+        .map_err(seen)?
+        .items;
+    list.sort_by_key(|p| p.name_any());
+    Ok(list)
+}
+
+/// One line per pod: name, node, phase, readiness, restarts, role label and what its container
+/// waits for, for failure messages.
+pub fn describe(pods: &[Pod]) -> String {
+    pods.iter()
+        .map(|p| {
+            let waiting = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|cs| cs.first())
+                .and_then(|c| c.state.as_ref())
+                .and_then(|s| s.waiting.as_ref())
+                .and_then(|w| w.reason.clone())
+                .unwrap_or_default();
+            let role = p
+                .labels()
+                .get(api::pods::ROLE_LABEL)
+                .map(|r| format!(" role={r}"))
+                .unwrap_or_default();
+            format!(
+                "{} {} restarts={}{role} {waiting}",
+                p.name_any(),
+                crate::pods::describe(p),
+                restarts(p)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How often the pod's first container was restarted.
+pub fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map_or(0, |c| c.restart_count)
 }

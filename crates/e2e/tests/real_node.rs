@@ -44,50 +44,6 @@ fn new_redis(name: &str, replicas: i32, image: &str, port: i32) -> Redis {
     )
 }
 
-/// The Redis's pods (terminating ones too), by name.
-async fn pods_of(ns: &TestNamespace, name: &str) -> Result<Vec<Pod>, String> {
-    let pods: Api<Pod> = ns.api();
-    let mut list = pods
-        .list(&ListParams::default().labels(&api::pods::selector_string(name)))
-        .await
-        .map_err(seen)?
-        .items;
-    list.sort_by_key(|p| p.name_any());
-    Ok(list)
-}
-
-/// One line per pod: name, node, phase, readiness, restarts and what its container waits for.
-fn describe(pods: &[Pod]) -> String {
-    pods.iter()
-        .map(|p| {
-            let waiting = p
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .and_then(|cs| cs.first())
-                .and_then(|c| c.state.as_ref())
-                .and_then(|s| s.waiting.as_ref())
-                .and_then(|w| w.reason.clone())
-                .unwrap_or_default();
-            format!(
-                "{} {} restarts={} {waiting}",
-                p.name_any(),
-                e2e::pods::describe(p),
-                restarts(p)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn restarts(pod: &Pod) -> i32 {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.first())
-        .map_or(0, |c| c.restart_count)
-}
-
 fn image_of(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.containers.first()?.image.as_deref()
 }
@@ -105,7 +61,7 @@ async fn wait_serving(
         &format!("{name}: {replicas} pods of {image} Ready on {NODE_NAME}"),
         CONVERGE,
         || async {
-            let pods = pods_of(ns, name).await?;
+            let pods = node::pods_of(ns, name).await?;
             let status = redis
                 .get(name)
                 .await
@@ -134,7 +90,7 @@ async fn wait_serving(
                         .iter()
                         .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
                         .collect::<Vec<_>>(),
-                    describe(&pods)
+                    node::describe(&pods)
                 ))
             }
         },
@@ -206,7 +162,7 @@ async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Err
         "typo's pods in ImagePullBackOff and the status saying so",
         CONVERGE,
         || async {
-            let pods = pods_of(&ns, "typo").await?;
+            let pods = node::pods_of(&ns, "typo").await?;
             let backing_off = pods
                 .iter()
                 .filter(|p| {
@@ -233,7 +189,7 @@ async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Err
             if pods.len() == 3 && backing_off == 3 && says_so {
                 Ok(())
             } else {
-                Err(format!("Ready={ready:?}; pods: {}", describe(&pods)))
+                Err(format!("Ready={ready:?}; pods: {}", node::describe(&pods)))
             }
         },
     )
@@ -271,7 +227,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
     wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
 
     for (signal, what) in [("KILL", "killed"), ("STOP", "hung")] {
-        let pods = pods_of(&ns, "live")
+        let pods = node::pods_of(&ns, "live")
             .await
             .map_err(|reason| Error::Process {
                 what: "listing live's pods".into(),
@@ -283,9 +239,9 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
             .cloned()
             .ok_or_else(|| Error::Process {
                 what: "finding live-0".into(),
-                reason: describe(&pods),
+                reason: node::describe(&pods),
             })?;
-        let before = restarts(&victim);
+        let before = node::restarts(&victim);
         let pid = node::container_pid(&victim, "redis")
             .await
             .map_err(|reason| Error::Process {
@@ -303,7 +259,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
             &format!("live-0 ({what}) to be restarted and the status to count it out"),
             CONVERGE,
             || async {
-                let pods = pods_of(&ns, "live").await?;
+                let pods = node::pods_of(&ns, "live").await?;
                 let status = redis
                     .get("live")
                     .await
@@ -311,7 +267,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
                     .status
                     .unwrap_or_default();
                 let pod = pods.iter().find(|p| p.name_any() == "live-0");
-                let restarted = pod.is_some_and(|p| restarts(p) > before);
+                let restarted = pod.is_some_and(|p| node::restarts(p) > before);
                 let counted_out = status.ready_replicas < 2;
                 // Either the status caught the pod down, or the pod is already back up.
                 if restarted || counted_out {
@@ -320,7 +276,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
                     Err(format!(
                         "ready={}; {}",
                         status.ready_replicas,
-                        describe(&pods)
+                        node::describe(&pods)
                     ))
                 }
             },
@@ -329,9 +285,9 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
         let pods = wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
         let pod = pods.iter().find(|p| p.name_any() == "live-0");
         assert!(
-            pod.is_some_and(|p| restarts(p) > before),
+            pod.is_some_and(|p| node::restarts(p) > before),
             "live-0 was {what} but not restarted: {}",
-            describe(&pods)
+            node::describe(&pods)
         );
         // The same pod (not a replacement) answers again.
         assert_eq!(pod.and_then(|p| p.uid()), victim.uid());
@@ -439,7 +395,7 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         let seen = pods
             .list(&ListParams::default())
             .await
-            .map(|l| describe(&l.items))
+            .map(|l| node::describe(&l.items))
             .unwrap_or_default();
         return Err(Error::Process {
             what: "helm install --wait of the chart on the real node".into(),
@@ -468,7 +424,11 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
             e2e::pods::is_ready(p)
                 && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
         });
-        assert!(on_real_node, "{component}: {}", describe(&operator_pods));
+        assert!(
+            on_real_node,
+            "{component}: {}",
+            node::describe(&operator_pods)
+        );
     }
 
     // Admission through the webhook's Service: the webhook's own message comes back.

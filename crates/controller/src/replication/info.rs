@@ -1,0 +1,179 @@
+//! What one redis-server says about its part in replication (`INFO replication`), parsed. Pure.
+
+/// Where a pod's redis-server points when it starts in Replication mode: a port nothing listens
+/// on. A process that (re)starts is a replica of nowhere until the operator says otherwise, so a
+/// primary whose redis-server restarted empty never feeds its emptiness to the replicas (they
+/// get `-NOMASTERLINK` from it and keep their data), and a new pod never takes writes by itself.
+pub const FENCE_HOST: &str = "127.0.0.1";
+pub const FENCE_PORT: u16 = 1;
+
+/// A redis-server's replication state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisRole {
+    Primary {
+        /// `master_repl_offset`.
+        offset: i64,
+        /// The replicas it sees (`slaveN:` lines).
+        replicas: Vec<ReplicaLink>,
+    },
+    Replica {
+        /// `master_host`, `master_port`: where it replicates from.
+        primary_host: String,
+        primary_port: u16,
+        /// `master_link_status:up`.
+        link_up: bool,
+        /// `slave_repl_offset`: how much of the primary's stream it has processed.
+        offset: i64,
+    },
+}
+
+/// One `slaveN:ip=...,port=...,state=online,offset=...,lag=...` line of a primary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaLink {
+    pub ip: String,
+    pub port: u16,
+    pub online: bool,
+    pub offset: i64,
+    /// Seconds since its last acknowledgement.
+    pub lag: i64,
+}
+
+impl RedisRole {
+    /// Reads the text of `INFO replication`; `None` when it is not that.
+    pub fn parse(info: &str) -> Option<Self> {
+        let field = |key: &str| {
+            info.lines()
+                .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        let number = |key: &str| field(key).and_then(|v| v.parse::<i64>().ok());
+        match field("role")? {
+            "master" => Some(RedisRole::Primary {
+                offset: number("master_repl_offset").unwrap_or(0),
+                replicas: info.lines().filter_map(ReplicaLink::parse).collect(),
+            }),
+            "slave" => Some(RedisRole::Replica {
+                primary_host: field("master_host")?.to_owned(),
+                primary_port: field("master_port")?.parse().ok()?,
+                link_up: field("master_link_status") == Some("up"),
+                offset: number("slave_repl_offset").unwrap_or(0),
+            }),
+            _ => None,
+        }
+    }
+
+    /// A replica of the fence address: started (or restarted) and not yet told whom to follow.
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, RedisRole::Replica { primary_host, primary_port, .. }
+            if primary_host == FENCE_HOST && *primary_port == FENCE_PORT)
+    }
+
+    /// True for a replica of `host:port`.
+    pub fn follows(&self, host: &str, port: u16) -> bool {
+        matches!(self, RedisRole::Replica { primary_host, primary_port, .. }
+            if primary_host == host && *primary_port == port)
+    }
+
+    /// The replication offset: how much of a primary's stream this server has.
+    pub fn offset(&self) -> i64 {
+        match self {
+            RedisRole::Primary { offset, .. } | RedisRole::Replica { offset, .. } => *offset,
+        }
+    }
+}
+
+impl ReplicaLink {
+    fn parse(line: &str) -> Option<Self> {
+        let (key, value) = line.trim().split_once(':')?;
+        let index = key.strip_prefix("slave")?;
+        if index.is_empty() || !index.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let get = |name: &str| {
+            value
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+        };
+        Some(ReplicaLink {
+            ip: get("ip")?.to_owned(),
+            port: get("port")?.parse().ok()?,
+            online: get("state") == Some("online"),
+            offset: get("offset")?.parse().ok()?,
+            lag: get("lag").and_then(|v| v.parse().ok()).unwrap_or(0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PRIMARY: &str = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n\
+        slave0:ip=10.88.1.2,port=6379,state=online,offset=1234,lag=0\r\n\
+        slave1:ip=10.88.1.3,port=6379,state=wait_bgsave,offset=0,lag=7\r\n\
+        master_failover_state:no-failover\r\nmaster_replid:abc\r\nmaster_repl_offset:1250\r\n";
+
+    const REPLICA: &str = "# Replication\r\nrole:slave\r\nmaster_host:10.88.1.1\r\n\
+        master_port:6379\r\nmaster_link_status:up\r\nmaster_last_io_seconds_ago:1\r\n\
+        slave_read_repl_offset:1250\r\nslave_repl_offset:1240\r\nmaster_repl_offset:1240\r\n";
+
+    #[test]
+    fn a_primary_and_its_replicas_are_read() {
+        let role = RedisRole::parse(PRIMARY).expect("parses");
+        assert_eq!(
+            role,
+            RedisRole::Primary {
+                offset: 1250,
+                replicas: vec![
+                    ReplicaLink {
+                        ip: "10.88.1.2".into(),
+                        port: 6379,
+                        online: true,
+                        offset: 1234,
+                        lag: 0
+                    },
+                    ReplicaLink {
+                        ip: "10.88.1.3".into(),
+                        port: 6379,
+                        online: false,
+                        offset: 0,
+                        lag: 7
+                    },
+                ],
+            }
+        );
+        assert_eq!(role.offset(), 1250);
+        assert!(!role.is_fenced());
+    }
+
+    #[test]
+    fn a_replica_is_read_with_its_processed_offset() {
+        let role = RedisRole::parse(REPLICA).expect("parses");
+        assert_eq!(
+            role,
+            RedisRole::Replica {
+                primary_host: "10.88.1.1".into(),
+                primary_port: 6379,
+                link_up: true,
+                offset: 1240
+            }
+        );
+        assert!(role.follows("10.88.1.1", 6379));
+        assert!(!role.follows("10.88.1.1", 6380));
+    }
+
+    #[test]
+    fn a_fenced_server_is_a_replica_of_nowhere() {
+        let fenced = "role:slave\nmaster_host:127.0.0.1\nmaster_port:1\nmaster_link_status:down\n";
+        let role = RedisRole::parse(fenced).expect("parses");
+        assert!(role.is_fenced());
+        assert_eq!(role.offset(), 0);
+    }
+
+    #[test]
+    fn other_text_is_not_a_role() {
+        assert_eq!(RedisRole::parse(""), None);
+        assert_eq!(RedisRole::parse("role:sentinel\n"), None);
+        assert_eq!(RedisRole::parse("role:slave\nmaster_port:x\n"), None);
+    }
+}

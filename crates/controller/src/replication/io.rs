@@ -1,0 +1,176 @@
+//! Talking to the redis-servers of a Redis in Replication mode, through their pod IPs, with short
+//! timeouts: one that does not answer in time counts as unreachable, and the pass goes on.
+
+use super::info::RedisRole;
+use redis::aio::MultiplexedConnection;
+use redis::{
+    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
+};
+use std::time::Duration;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a switchover keeps the old primary's writes paused at most, and waits for the heir.
+const SWITCHOVER_PAUSE_MS: u64 = 5_000;
+const SWITCHOVER_CATCH_UP: Duration = Duration::from_secs(3);
+
+/// One redis-server: its pod IP, port, and the password when auth is on.
+#[derive(Clone, Copy)]
+pub struct Server<'a> {
+    pub ip: &'a str,
+    pub port: u16,
+    pub password: Option<&'a str>,
+}
+
+/// What a redis-server said about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    pub role: RedisRole,
+    /// `min-replicas-to-write`, `min-replicas-max-lag` as configured now.
+    pub min_replicas: (i64, i64),
+}
+
+impl Server<'_> {
+    async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let mut settings = RedisConnectionInfo::default();
+        if let Some(password) = self.password {
+            settings = settings.set_password(password);
+        }
+        let info = ConnectionAddr::Tcp(self.ip.to_owned(), self.port)
+            .into_connection_info()?
+            .set_redis_settings(settings);
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+        Client::open(info)?
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+
+    /// Its role and settings; `Err` when it cannot be reached or answers something else.
+    pub async fn observe(&self) -> Result<Observed, String> {
+        let mut con = self.connect().await.map_err(|e| e.to_string())?;
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut con)
+            .await
+            .map_err(|e| e.to_string())?;
+        let role = RedisRole::parse(&info).ok_or("INFO replication said no role")?;
+        let config: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("min-replicas-*")
+            .query_async(&mut con)
+            .await
+            .map_err(|e| e.to_string())?;
+        let value = |name: &str| {
+            config
+                .chunks(2)
+                .find(|kv| kv.first().map(String::as_str) == Some(name))
+                .and_then(|kv| kv.get(1)?.parse().ok())
+                .unwrap_or(0)
+        };
+        Ok(Observed {
+            role,
+            min_replicas: (
+                value("min-replicas-to-write"),
+                value("min-replicas-max-lag"),
+            ),
+        })
+    }
+
+    /// `REPLICAOF NO ONE`.
+    pub async fn promote(&self) -> redis::RedisResult<()> {
+        let mut con = self.connect().await?;
+        redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query_async(&mut con)
+            .await
+    }
+
+    /// `REPLICAOF host port`.
+    pub async fn follow(&self, host: &str) -> redis::RedisResult<()> {
+        let mut con = self.connect().await?;
+        redis::cmd("REPLICAOF")
+            .arg(host)
+            .arg(self.port)
+            .query_async(&mut con)
+            .await
+    }
+
+    /// `CONFIG SET min-replicas-to-write N min-replicas-max-lag M`.
+    pub async fn set_min_replicas(&self, to_write: i64, max_lag: i64) -> redis::RedisResult<()> {
+        let mut con = self.connect().await?;
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("min-replicas-to-write")
+            .arg(to_write)
+            .arg("min-replicas-max-lag")
+            .arg(max_lag)
+            .query_async(&mut con)
+            .await
+    }
+
+    /// `CONFIG SET requirepass P masterauth P`: the password a server asks for and the one it
+    /// gives its primary. Live, no restart; connections already authenticated stay.
+    pub async fn set_password(&self, password: &str) -> redis::RedisResult<()> {
+        let mut con = self.connect().await?;
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("masterauth")
+            .arg(password)
+            .arg("requirepass")
+            .arg(password)
+            .query_async(&mut con)
+            .await
+    }
+}
+
+/// A planned handover from `from` (a healthy primary) to `to` (its replica): writes on `from`
+/// are paused, `to` catches up to `from`'s offset, is promoted, and `from` follows it. No write
+/// `from` acknowledged is lost. `move_label` runs between the promotion and the repointing (the
+/// Service must never select a replica that refuses writes for longer than that).
+pub async fn switchover<F, Fut>(
+    from: Server<'_>,
+    to: Server<'_>,
+    move_label: F,
+) -> Result<(), String>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut old = from.connect().await.map_err(|e| e.to_string())?;
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(SWITCHOVER_PAUSE_MS)
+        .arg("WRITE")
+        .query_async(&mut old)
+        .await
+        .map_err(|e| format!("pausing writes on the primary: {e}"))?;
+    let result = async {
+        let target = match from.observe().await?.role {
+            RedisRole::Primary { offset, .. } => offset,
+            RedisRole::Replica { .. } => return Err("the primary is no longer one".to_owned()),
+        };
+        let deadline = tokio::time::Instant::now() + SWITCHOVER_CATCH_UP;
+        loop {
+            if to.observe().await?.role.offset() >= target {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("the heir did not reach offset {target} in time"));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        to.promote().await.map_err(|e| e.to_string())?;
+        move_label().await?;
+        from.follow(to.ip).await.map_err(|e| e.to_string())
+    }
+    .await;
+    // Writes were refused for the handover only; once `from` follows, they are refused anyway.
+    let _: redis::RedisResult<()> = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(&mut old)
+        .await;
+    result
+}

@@ -1,0 +1,427 @@
+//! Replication mode on the real node, against real redis-servers: a primary and its replicas,
+//! reads and writes through the Services, failover when the primary's pod or its redis-server
+//! is killed (a writer that waits for one replica per write loses nothing it was told was
+//! written), and scaling that never deletes the primary.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use api::{Mode, Redis, RedisSpec, ReplicationSpec};
+use e2e::node::{self, REDIS_IMAGE};
+use e2e::operator::Operator;
+use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(120);
+const PORT: u16 = 6379;
+const FAILOVER_AFTER: &str = "5s";
+
+async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
+    let cluster = Cluster::connect().await?;
+    node::require_real_node(&cluster).await?;
+    let ns = cluster
+        .namespace_with(
+            prefix,
+            NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node(),
+        )
+        .await?;
+    let operator = Operator::start(&cluster, &ns).await?;
+    Ok((cluster, ns, operator))
+}
+
+async fn create(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Error> {
+    let redis: Api<Redis> = ns.api();
+    let spec = RedisSpec {
+        replicas: Some(replicas),
+        image: Some(REDIS_IMAGE.into()),
+        mode: Some(Mode::Replication),
+        replication: Some(ReplicationSpec {
+            failover_after: Some(FAILOVER_AFTER.into()),
+            ..ReplicationSpec::default()
+        }),
+        ..RedisSpec::default()
+    };
+    redis
+        .create(&PostParams::default(), &Redis::new(name, spec))
+        .await
+        .context(format!("creating {name}"))?;
+    Ok(())
+}
+
+fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
+    Error::Process {
+        what: what.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Waits until the Redis has `replicas` Ready pods, one primary (labelled, in status) other than
+/// `not`, every other pod its replica, and the Replicating condition True. Returns the primary.
+async fn wait_replicating(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: usize,
+    not: Option<&str>,
+) -> Result<String, Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(
+        &format!("{name}: {replicas} pods replicating a primary other than {not:?}"),
+        CONVERGE,
+        || async {
+            let pods = node::pods_of(ns, name).await?;
+            let status = redis
+                .get(name)
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let replicating = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Replicating" && c.status == "True");
+            let labelled: Vec<String> = pods
+                .iter()
+                .filter(|p| {
+                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
+                        == Some(api::pods::ROLE_PRIMARY)
+                })
+                .map(|p| p.name_any())
+                .collect();
+            let replicas_ok = status.members.len() == replicas
+                && status
+                    .members
+                    .iter()
+                    .filter(|m| m.role == "primary")
+                    .count()
+                    == 1
+                && status
+                    .members
+                    .iter()
+                    .filter(|m| m.role == "replica")
+                    .count()
+                    == replicas - 1;
+            let all_ready = pods.len() == replicas
+                && pods
+                    .iter()
+                    .all(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none());
+            match (&status.primary, labelled.as_slice()) {
+                (Some(primary), [one])
+                    if one == primary
+                        && Some(primary.as_str()) != not
+                        && replicating
+                        && replicas_ok
+                        && all_ready =>
+                {
+                    Ok(primary.clone())
+                }
+                _ => Err(format!(
+                    "primary={:?} labelled={labelled:?} members={:?} conditions={:?}; pods: {}",
+                    status.primary,
+                    status.members,
+                    status
+                        .conditions
+                        .iter()
+                        .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                        .collect::<Vec<_>>(),
+                    node::describe(&pods)
+                )),
+            }
+        },
+    )
+    .await
+}
+
+async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
+    let services: Api<Service> = ns.api();
+    wait_for(&format!("Service {name}"), CONVERGE, || async {
+        let service = services.get(name).await.map_err(seen)?;
+        service
+            .spec
+            .and_then(|s| s.cluster_ip)
+            .filter(|ip| ip != "None")
+            .ok_or_else(|| "no ClusterIP".to_owned())
+    })
+    .await
+}
+
+async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
+    let pods: Api<Pod> = ns.api();
+    pods.get(name).await.context(format!("reading pod {name}"))
+}
+
+async fn cli(host: &str, args: &[&str]) -> Result<String, Error> {
+    node::redis_cli(host, PORT, args)
+        .await
+        .map_err(|reason| process_error(format!("redis-cli -h {host}"), reason))
+}
+
+/// Writes `k<n>` through `host` in a loop, each write followed by `WAIT 1`: a write counts as
+/// acknowledged only when a replica has it too. Reconnects after any error (failover).
+struct Writer {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<(BTreeSet<u64>, u64)>,
+}
+
+impl Writer {
+    fn start(host: String) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut acked = BTreeSet::new();
+            let mut failed = 0u64;
+            let mut n = 0u64;
+            let client = redis::Client::open(format!("redis://{host}:{PORT}/"));
+            let Ok(client) = client else {
+                return (acked, failed);
+            };
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(1)))
+                .set_response_timeout(Some(Duration::from_secs(2)));
+            let mut connection = None;
+            while !flag.load(Ordering::Relaxed) {
+                if connection.is_none() {
+                    connection = client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await
+                        .ok();
+                }
+                let Some(con) = connection.as_mut() else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                n += 1;
+                let key = format!("k{n}");
+                let written: redis::RedisResult<()> =
+                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
+                let replicas: redis::RedisResult<i64> = match written {
+                    Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
+                    Err(e) => Err(e),
+                };
+                match replicas {
+                    Ok(r) if r >= 1 => {
+                        acked.insert(n);
+                    }
+                    Ok(_) => failed += 1,
+                    Err(_) => {
+                        failed += 1;
+                        connection = None;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+            (acked, failed)
+        });
+        Writer { stop, task }
+    }
+
+    async fn stop(self) -> Result<(BTreeSet<u64>, u64), Error> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task
+            .await
+            .map_err(|e| process_error("the writer task", e.to_string()))
+    }
+}
+
+/// Every acknowledged key is on `host` with its value.
+async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) -> Result<(), Error> {
+    assert!(
+        acked.len() > 10,
+        "the writer got too few writes acknowledged: {}",
+        acked.len()
+    );
+    let client = redis::Client::open(format!("redis://{host}:{PORT}/"))
+        .map_err(|e| process_error("redis client", e.to_string()))?;
+    let mut con = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
+    let mut lost = Vec::new();
+    for chunk in acked.iter().copied().collect::<Vec<_>>().chunks(500) {
+        let keys: Vec<String> = chunk.iter().map(|n| format!("k{n}")).collect();
+        let values: Vec<Option<u64>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| process_error("MGET", e.to_string()))?;
+        for (n, value) in chunk.iter().zip(values) {
+            if value != Some(*n) {
+                lost.push(*n);
+            }
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged writes lost: {:?}",
+        lost.len(),
+        acked.len(),
+        &lost[..lost.len().min(20)]
+    );
+    Ok(())
+}
+
+/// Three pods: ordinal 0 is elected primary, the two others replicate it; a key written through
+/// the `<name>` Service is read from each replica; `<name>-replicas` answers reads and refuses
+/// writes.
+#[tokio::test]
+async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("repl-three").await?;
+    create(&ns, "cache", 3).await?;
+    let primary = wait_replicating(&ns, "cache", 3, None).await?;
+    assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
+
+    let service = service_ip(&ns, "cache").await?;
+    assert_eq!(cli(&service, &["SET", "greeting", "hello"]).await?, "OK");
+    assert_eq!(cli(&service, &["WAIT", "2", "5000"]).await?, "2");
+    for replica in ["cache-1", "cache-2"] {
+        let pod = pod(&ns, replica).await?;
+        let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+        assert_eq!(cli(&ip, &["GET", "greeting"]).await?, "hello", "{replica}");
+        let role = cli(&ip, &["ROLE"]).await?;
+        assert!(role.starts_with("slave"), "{replica}: {role}");
+    }
+    let replicas = service_ip(&ns, "cache-replicas").await?;
+    assert_eq!(cli(&replicas, &["GET", "greeting"]).await?, "hello");
+    // redis-cli prints an error reply and still exits 0 when not on a terminal.
+    let refused = cli(&replicas, &["SET", "greeting", "bye"]).await;
+    let said = match &refused {
+        Ok(out) => out.as_str(),
+        Err(Error::Process { reason, .. }) => reason.as_str(),
+        Err(_) => "",
+    };
+    assert!(said.contains("READONLY"), "{refused:?}");
+    Ok(())
+}
+
+/// The primary's pod deleted: a replica is promoted, the `<name>` Service follows it, the new
+/// pod of the old name comes back as a replica, and no acknowledged write is lost.
+#[tokio::test]
+async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() -> Result<(), Error>
+{
+    let (_cluster, ns, _operator) = setup("repl-pod").await?;
+    create(&ns, "cache", 3).await?;
+    let old = wait_replicating(&ns, "cache", 3, None).await?;
+    let service = service_ip(&ns, "cache").await?;
+    let writer = Writer::start(service.clone());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let pods: Api<Pod> = ns.api();
+    pods.delete(&old, &DeleteParams::default().grace_period(0))
+        .await
+        .context(format!("deleting the primary {old}"))?;
+    let new = wait_replicating(&ns, "cache", 3, Some(&old)).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (acked, failed) = writer.stop().await?;
+    eprintln!(
+        "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
+        acked.len()
+    );
+    assert_no_acknowledged_write_lost(&service, &acked).await?;
+    let back = pod(&ns, &old).await?;
+    let role = cli(node::pod_ip(&back).unwrap_or_default(), &["ROLE"]).await?;
+    assert!(role.starts_with("slave"), "{old} came back as {role}");
+    Ok(())
+}
+
+/// Only the primary's redis-server killed (the pod stays, its container restarts empty): it
+/// comes back fenced, a replica with the data is promoted, the old one follows it.
+#[tokio::test]
+async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknowledged_writes()
+-> Result<(), Error> {
+    let (_cluster, ns, _operator) = setup("repl-process").await?;
+    create(&ns, "cache", 3).await?;
+    let old = wait_replicating(&ns, "cache", 3, None).await?;
+    let service = service_ip(&ns, "cache").await?;
+    let writer = Writer::start(service.clone());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let victim = pod(&ns, &old).await?;
+    let pid = node::container_pid(&victim, "redis")
+        .await
+        .map_err(|reason| process_error(format!("finding {old}'s redis-server"), reason))?;
+    node::signal(pid, "KILL")
+        .await
+        .map_err(|reason| process_error(format!("killing {old}'s redis-server"), reason))?;
+    let new = wait_replicating(&ns, "cache", 3, Some(&old)).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (acked, failed) = writer.stop().await?;
+    eprintln!(
+        "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
+        acked.len()
+    );
+    assert_no_acknowledged_write_lost(&service, &acked).await?;
+    let same = pod(&ns, &old).await?;
+    assert_eq!(same.uid(), victim.uid(), "the pod itself stayed");
+    assert!(
+        node::restarts(&same) >= 1,
+        "{}",
+        node::describe(std::slice::from_ref(&same))
+    );
+    Ok(())
+}
+
+/// 3 -> 5 -> 2 -> 1 pods: the new pods join as replicas, and scaling down never deletes the
+/// primary: once a failover has put it above ordinal 0, the scale-down to 1 makes it hand over to
+/// cache-0 (a switchover: writes paused until the heir has caught up) before it goes.
+#[tokio::test]
+async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), Error> {
+    let (cluster, ns, _operator) = setup("repl-scale").await?;
+    create(&ns, "cache", 3).await?;
+    wait_replicating(&ns, "cache", 3, None).await?;
+    let redis: Api<Redis> = ns.api();
+    let pods: Api<Pod> = ns.api();
+    let scale = |n: i32| {
+        let redis = redis.clone();
+        async move {
+            redis
+                .patch(
+                    "cache",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": n}})),
+                )
+                .await
+                .context(format!("scaling cache to {n}"))
+        }
+    };
+    scale(5).await?;
+    let first = wait_replicating(&ns, "cache", 5, None).await?;
+    let service = service_ip(&ns, "cache").await?;
+    assert_eq!(cli(&service, &["SET", "kept", "yes"]).await?, "OK");
+    assert_eq!(cli(&service, &["WAIT", "4", "5000"]).await?, "4");
+
+    // A failover moves the primary off ordinal 0 (the recreated cache-0 has no data yet).
+    pods.delete(&first, &DeleteParams::default().grace_period(0))
+        .await
+        .context("deleting the primary")?;
+    let moved = wait_replicating(&ns, "cache", 5, Some(&first)).await?;
+    assert_ne!(moved, "cache-0");
+
+    scale(2).await?;
+    let primary = wait_replicating(&ns, "cache", 2, None).await?;
+    scale(1).await?;
+    let last = wait_replicating(&ns, "cache", 1, None).await?;
+    assert_eq!(last, "cache-0");
+    assert_eq!(cli(&service, &["GET", "kept"]).await?, "yes");
+    if primary != "cache-0" {
+        let events = e2e::operator::run_kubectl(
+            &cluster,
+            &[
+                "get",
+                "events",
+                "-n",
+                ns.name(),
+                "-o",
+                "jsonpath={.items[*].reason}",
+            ],
+        )
+        .map_err(|e| process_error("kubectl get events", e))?;
+        assert!(events.contains("PrimarySwitchedOver"), "{events}");
+    }
+    Ok(())
+}
