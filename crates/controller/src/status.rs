@@ -109,7 +109,7 @@ pub fn with_replication(
     use crate::replication::plan::Health;
     let health = &outcome.decision.health;
     status.primary = outcome.decision.primary.clone();
-    status.members = outcome.members.clone();
+    status.members = steady_members(&outcome.members, stored.map(|s| s.members.as_slice()));
     let serving = matches!(health, Health::Replicating | Health::Degraded(_));
     if !serving
         && let Some(ready) = status
@@ -145,6 +145,27 @@ pub fn with_replication(
         });
     }
     status
+}
+
+/// The members to report: the stored lags are kept while each is still of the same order of
+/// magnitude, so a replica a few bytes behind between two acknowledgements (the primary's pings
+/// move the offset every 10 s at rest) does not make a status write every pass.
+fn steady_members(
+    now: &[api::MemberStatus],
+    stored: Option<&[api::MemberStatus]>,
+) -> Vec<api::MemberStatus> {
+    fn magnitude(lag: Option<i64>) -> Option<u32> {
+        // 0: under 1 KiB, 1: under 1 MiB, 2: under 1 GiB, 3: more.
+        lag.map(|l| (0..3).find(|i| l < 1 << (10 * (i + 1))).unwrap_or(3))
+    }
+    now.iter()
+        .map(|m| {
+            let kept = stored
+                .and_then(|s| s.iter().find(|o| o.name == m.name && o.role == m.role))
+                .filter(|o| magnitude(o.lag) == magnitude(m.lag));
+            kept.cloned().unwrap_or_else(|| m.clone())
+        })
+        .collect()
 }
 
 /// A pod write the API server refused in this pass: its Event reason and what it said.
@@ -337,5 +358,24 @@ mod tests {
         assert_eq!(ready_condition(&not_ready).last_transition_time, at(20));
         let still_not = desired_status("r", Some(1), 1, "h", &[], Some(&not_ready), at(30));
         assert_eq!(ready_condition(&still_not).last_transition_time, at(20));
+    }
+
+    #[test]
+    fn member_lags_are_rewritten_only_when_their_magnitude_changes() {
+        let member = |lag| api::MemberStatus {
+            name: "r-1".into(),
+            role: "replica".into(),
+            lag: Some(lag),
+        };
+        let stored = [member(0)];
+        assert_eq!(
+            steady_members(&[member(14)], Some(&stored)),
+            vec![member(0)]
+        );
+        assert_eq!(
+            steady_members(&[member(5000)], Some(&stored)),
+            vec![member(5000)]
+        );
+        assert_eq!(steady_members(&[member(14)], None), vec![member(14)]);
     }
 }

@@ -425,3 +425,36 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     }
     Ok(())
 }
+
+/// At rest a replicating Redis costs no API writes, although the controller asks every
+/// redis-server about itself each second and the primary's pings move the offsets every 10 s.
+#[tokio::test]
+async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
+    let (_cluster, ns, operator) = setup("repl-rest").await?;
+    create(&ns, "cache", 3).await?;
+    wait_replicating(&ns, "cache", 3, None).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let counters = [
+        "redis_controller_status_writes_total",
+        "redis_controller_pods_created_total",
+        "redis_controller_pods_deleted_total",
+    ];
+    let read = |name: &'static str| {
+        let controller = &operator.controller;
+        async move {
+            controller
+                .metric(name)
+                .await
+                .map_err(|reason| process_error("reading metrics", reason))
+        }
+    };
+    let mut before = Vec::new();
+    for c in counters {
+        before.push(read(c).await?);
+    }
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    for (c, b) in counters.iter().zip(before) {
+        assert_eq!(read(c).await?, b, "{c} moved at rest");
+    }
+    Ok(())
+}
