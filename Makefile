@@ -6,9 +6,9 @@ CARGO_FLAGS ?= --locked
 
 # Where the generated CRD is committed (crates/api/src/crd.rs checks both in `make test`).
 CRD_FILES := charts/redis-operator/crds/redis.yaml deploy/crd.yaml
-# The chart rendered with default values (crates/e2e/tests/chart.rs checks it in `make test`).
+# The chart rendered with its defaults but certs.mode=cert-manager, so it holds no certificate
+# (hack/render-deploy.sh; crates/e2e/tests/chart.rs checks it in `make test`).
 DEPLOY_MANIFEST := deploy/redis-operator.yaml
-# Certificate data differs on every render of the self-signed default: compare without it.
 
 HELM ?= bin/helm
 KUBECTL ?= bin/kubectl
