@@ -426,6 +426,23 @@ async fn replicate(
         )
         .await;
     }
+    // Every re-pointing is said too (none at rest: a replica already following is left alone).
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    for step in &outcome.decision.steps {
+        if let replication::plan::Step::Follow { pod, host } = step {
+            let primary = outcome.decision.primary.as_deref().unwrap_or("?");
+            publish(
+                ctx,
+                reference,
+                Some(pod_ref(&pods, pod)),
+                EventType::Normal,
+                "ReplicaRepointed",
+                "Repoint",
+                format!("{pod} now replicates {primary} ({host})"),
+            )
+            .await;
+        }
+    }
     Ok(Some(outcome))
 }
 

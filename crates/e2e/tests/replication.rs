@@ -271,10 +271,18 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
 /// writes.
 #[tokio::test]
 async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("repl-three").await?;
+    let (cluster, ns, _operator) = setup("repl-three").await?;
     create(&ns, "cache", 3).await?;
     let primary = wait_replicating(&ns, "cache", 3, None).await?;
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
+    let events = e2e::operator::run_kubectl(
+        &cluster,
+        &["get", "events", "-n", ns.name(), "-o", "jsonpath={.items[*].reason}"],
+    )
+    .map_err(|e| process_error("kubectl get events", e))?;
+    for reason in ["PrimaryElected", "ReplicaRepointed"] {
+        assert!(events.contains(reason), "no {reason} Event: {events}");
+    }
 
     let service = service_ip(&ns, "cache").await?;
     assert_eq!(cli(&service, &["SET", "greeting", "hello"]).await?, "OK");
