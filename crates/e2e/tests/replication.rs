@@ -277,7 +277,14 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
     let events = e2e::operator::run_kubectl(
         &cluster,
-        &["get", "events", "-n", ns.name(), "-o", "jsonpath={.items[*].reason}"],
+        &[
+            "get",
+            "events",
+            "-n",
+            ns.name(),
+            "-o",
+            "jsonpath={.items[*].reason}",
+        ],
     )
     .map_err(|e| process_error("kubectl get events", e))?;
     for reason in ["PrimaryElected", "ReplicaRepointed"] {
