@@ -1,5 +1,6 @@
 //! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3).
 //!
+//! - [`auth`]: the password from the Secret, and its live rotation on the pods.
 //! - [`plan`]: desired replicas + spec hash + the real pods → creates and deletes (pure).
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
 //! - [`children`]: the Services and the PodDisruptionBudget of a Redis (pure builders, and the
@@ -11,6 +12,7 @@
 //! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
 //! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
+pub mod auth;
 pub mod children;
 pub mod cli;
 mod error;

@@ -5,8 +5,9 @@ use crate::replication::info::{FENCE_HOST, FENCE_PORT};
 use api::pods::{pod_labels, pod_name};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, ExecAction, Pod,
-    PodSecurityContext, PodSpec, Probe, SeccompProfile, SecurityContext, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
+    Pod, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretKeySelector, SecurityContext,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -25,6 +26,10 @@ const REDIS_UID: i64 = 999;
 /// there the process runs with gid 999, a group the image does not name. Nothing needs the image's
 /// group: /data is the emptyDir, group-owned 999 through fsGroup, and the rest is world-readable.
 const REDIS_GID: i64 = 999;
+/// The container's environment variable holding the password (auth on), from the Secret.
+pub const PASSWORD_ENV: &str = "REDIS_PASSWORD";
+/// The variable `redis-cli` (the probes) reads its password from.
+const REDISCLI_AUTH_ENV: &str = "REDISCLI_AUTH";
 const DATA_VOLUME: &str = "data";
 const DATA_PATH: &str = "/data";
 
@@ -50,6 +55,32 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             FENCE_PORT.to_string(),
         ]);
     }
+    // Auth: the kubelet expands `$(REDIS_PASSWORD)` from the container's environment, which
+    // reads the Secret; the pod spec names the Secret only, never the password. A rotation
+    // changes the Secret, not this spec: no rolling restart (the operator sets the new password
+    // live, see `auth`), and every container started later reads the Secret's current value.
+    let env = spec.auth_secret().map(|(name, key)| {
+        let from_secret = |var: &str| EnvVar {
+            name: var.to_owned(),
+            value: None,
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: name.to_owned(),
+                    key: key.to_owned(),
+                    optional: Some(false),
+                }),
+                ..EnvVarSource::default()
+            }),
+        };
+        let password = format!("$({PASSWORD_ENV})");
+        args.extend([
+            "--requirepass".to_owned(),
+            password.clone(),
+            "--masterauth".to_owned(),
+            password,
+        ]);
+        vec![from_secret(PASSWORD_ENV), from_secret(REDISCLI_AUTH_ENV)]
+    });
     let ping = Probe {
         exec: Some(ExecAction {
             command: Some(vec![
@@ -82,6 +113,7 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
             // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
             args: Some(args),
+            env,
             ports: Some(vec![ContainerPort {
                 name: Some("redis".into()),
                 container_port: port,
@@ -306,6 +338,94 @@ mod tests {
             &redis(json!({"image": "redis:7.2-alpine", "port": 6379, "replicas": 5})).spec,
         );
         assert_eq!(spec_hash(&base), spec_hash(&scaled));
+    }
+
+    #[test]
+    fn auth_reads_the_password_from_the_secret_never_in_clear() {
+        let r = redis(json!({"auth": {"secretRef": {"name": "cache-auth"}}}));
+        let spec = pod_spec(&r.spec);
+        let c = serde_json::to_value(&spec.containers[0]).expect("json");
+        assert_eq!(
+            c["args"],
+            json!([
+                "redis-server",
+                "--port",
+                "6379",
+                "--protected-mode",
+                "no",
+                "--requirepass",
+                "$(REDIS_PASSWORD)",
+                "--masterauth",
+                "$(REDIS_PASSWORD)"
+            ])
+        );
+        let from =
+            json!({"secretKeyRef": {"name": "cache-auth", "key": "password", "optional": false}});
+        assert_eq!(
+            c["env"],
+            json!([
+                {"name": "REDIS_PASSWORD", "valueFrom": from},
+                {"name": "REDISCLI_AUTH", "valueFrom": from},
+            ])
+        );
+        // The probes' redis-cli reads REDISCLI_AUTH: no password on their command line.
+        assert_eq!(
+            c["readinessProbe"]["exec"]["command"],
+            json!(["redis-cli", "-p", "6379", "ping"])
+        );
+        let replication = pod_spec(
+            &redis(
+                json!({"mode": "Replication", "auth": {"secretRef": {"name": "s", "key": "pw"}}}),
+            )
+            .spec,
+        );
+        let args = replication.containers[0].args.clone().unwrap_or_default();
+        assert!(
+            args.ends_with(&[
+                "--replicaof".to_owned(),
+                FENCE_HOST.to_owned(),
+                FENCE_PORT.to_string(),
+                "--requirepass".to_owned(),
+                "$(REDIS_PASSWORD)".to_owned(),
+                "--masterauth".to_owned(),
+                "$(REDIS_PASSWORD)".to_owned(),
+            ]),
+            "{args:?}"
+        );
+        let env = replication.containers[0].env.clone().unwrap_or_default();
+        assert!(env.iter().all(|e| {
+            e.value.is_none()
+                && e.value_from
+                    .as_ref()
+                    .and_then(|v| v.secret_key_ref.as_ref())
+                    .map(|s| (s.name.as_str(), s.key.as_str()))
+                    == Some(("s", "pw"))
+        }));
+    }
+
+    #[test]
+    fn no_auth_no_env() {
+        let spec = pod_spec(&redis(json!({})).spec);
+        assert!(spec.containers[0].env.is_none());
+    }
+
+    #[test]
+    fn the_hash_follows_the_secret_reference_not_its_value() {
+        // The spec holds no password, so a rotation (same Secret, new value) hashes the same:
+        // no rolling restart. Turning auth on, or naming another Secret or key, rolls the pods.
+        let with =
+            |auth: serde_json::Value| spec_hash(&pod_spec(&redis(json!({"auth": auth})).spec));
+        let base = with(json!({"secretRef": {"name": "a"}}));
+        assert_eq!(
+            base,
+            with(json!({"secretRef": {"name": "a", "key": "password"}}))
+        );
+        assert_ne!(base, spec_hash(&pod_spec(&redis(json!({})).spec)));
+        assert_ne!(base, with(json!({"secretRef": {"name": "b"}})));
+        assert_ne!(
+            base,
+            with(json!({"secretRef": {"name": "a", "key": "other"}}))
+        );
     }
 
     #[test]

@@ -33,6 +33,8 @@ const RESYNC: Duration = Duration::from_secs(300);
 const CACHE_LAG_RETRY: Duration = Duration::from_secs(1);
 const WAIT_FOR_PODS: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// A pod refuses the password: look again this often (a fixed Secret or pod also triggers).
+const AUTH_RETRY: Duration = Duration::from_secs(10);
 
 /// What every reconcile shares.
 pub struct Context {
@@ -48,6 +50,8 @@ pub struct Context {
     children: crate::children::Stores,
     /// Replication mode: since when each primary has been unhealthy.
     replication: replication::State,
+    /// The passwords of each Redis with auth (see `auth`).
+    auth: crate::auth::State,
 }
 
 impl Context {
@@ -66,7 +70,14 @@ impl Context {
             terminating: Mutex::default(),
             children: crate::children::Stores::empty(),
             replication: replication::State::default(),
+            auth: crate::auth::State::default(),
         }
+    }
+
+    /// The Secret metadata cache (`auth::watch`); without it, every password read is a GET.
+    pub fn with_secrets(mut self, secrets: Store<crate::auth::SecretMeta>) -> Self {
+        self.auth = crate::auth::State::with_secrets(secrets);
+        self
     }
 
     /// The caches of the Services and PodDisruptionBudgets (`children::watch`); without them,
@@ -288,15 +299,37 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
     let mut first_error = None;
-    // Roles first: a primary whose pod the plan is about to remove hands over before it goes.
-    let replication = replicate(redis, ctx, &reference, &owned, &hash, replicas)
+    // The password first (a rotation is set on the pods before anything talks to them), then
+    // the roles: a primary whose pod the plan is about to remove hands over before it goes.
+    let auth = settle_auth(redis, ctx, &reference, &owned)
         .await
         .unwrap_or_else(|e| {
             first_error = Some(e);
             None
         });
+    let replication = match &auth {
+        // Without a password that works, a pod that refuses it would look dead: wait.
+        Some(settled) if settled.failure.is_none() => replicate(
+            redis,
+            ctx,
+            &reference,
+            &owned,
+            &hash,
+            replicas,
+            settled.password.as_deref(),
+        )
+        .await
+        .unwrap_or_else(|e| {
+            first_error = Some(e);
+            None
+        }),
+        _ => None,
+    };
+    let auth_failure = auth.and_then(|a| a.failure);
     let next_pass = if replication.is_some() {
         replication::POLL
+    } else if auth_failure.is_some() {
+        AUTH_RETRY
     } else {
         RESYNC
     };
@@ -365,6 +398,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         failure.as_ref(),
     );
     let status = crate::status::with_replication(status, replication.as_ref(), stored, now());
+    let status = crate::auth::with_failure(status, auth_failure.as_deref(), stored, now());
     if stored != Some(&status) {
         write_status(redis, ctx, namespace, name, &status).await?;
     }
@@ -381,6 +415,50 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     })
 }
 
+/// The password of this pass, a rotation set on the pods, and Events for both (a refusal only
+/// when it is new).
+async fn settle_auth(
+    redis: &Redis,
+    ctx: &Context,
+    reference: &ObjectReference,
+    owned: &[Arc<Pod>],
+) -> Result<Option<crate::auth::Settled>, Error> {
+    let settled = crate::auth::settle(&ctx.auth, &ctx.client, redis, owned).await?;
+    if !settled.rotated.is_empty() {
+        let note = format!(
+            "Set the Secret's new password on pod(s) {}",
+            settled.rotated.join(", ")
+        );
+        tracing::info!(redis = %redis.name_any(), %note, "password rotated");
+        publish(
+            ctx,
+            reference,
+            None,
+            EventType::Normal,
+            crate::auth::PASSWORD_ROTATED,
+            "Rotate",
+            note,
+        )
+        .await;
+    }
+    if settled.report
+        && let Some(note) = &settled.failure
+    {
+        tracing::warn!(redis = %redis.name_any(), %note, "auth failed");
+        publish(
+            ctx,
+            reference,
+            None,
+            EventType::Warning,
+            crate::auth::AUTH_FAILED,
+            "Authenticate",
+            note.clone(),
+        )
+        .await;
+    }
+    Ok(Some(settled))
+}
+
 /// Replication mode: observe the redis-servers, run the role steps, record what was promoted.
 /// `None` in Standalone mode.
 async fn replicate(
@@ -390,6 +468,7 @@ async fn replicate(
     owned: &[Arc<Pod>],
     hash: &str,
     replicas: u32,
+    password: Option<&str>,
 ) -> Result<Option<replication::Outcome>, Error> {
     let uid = redis.metadata.uid.as_deref().unwrap_or_default();
     if redis.spec.mode() != api::Mode::Replication {
@@ -409,7 +488,7 @@ async fn replicate(
         hash,
         replicas,
         port: u16::try_from(redis.spec.port()).unwrap_or_default(),
-        password: None,
+        password,
         replication: redis.spec.replication(),
     };
     let outcome = replication::reconcile(&pass, owned).await?;
@@ -456,6 +535,8 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .as_deref()
         .ok_or(Error::IncompleteObject("namespace"))?;
     ctx.replication
+        .forget(redis.metadata.uid.as_deref().unwrap_or_default());
+    ctx.auth
         .forget(redis.metadata.uid.as_deref().unwrap_or_default());
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());

@@ -70,6 +70,9 @@ pub async fn run(
     // The Services and PodDisruptionBudgets, cached (filled before any reconcile, so a restart
     // re-applies none of them) and watched so one deleted or edited by hand is put back.
     let children = crate::children::watch(&client, cli.namespace.as_deref()).await?;
+    // Secrets, metadata only: a changed Secret triggers the Redis objects naming it (rotation).
+    let (secrets, secret_events, secret_watch) =
+        crate::auth::watch(&client, cli.namespace.as_deref()).await?;
     // Ready from here on, leader or warm standby (as controller-runtime managers are): a standby
     // that stayed unready would hold a rolling update forever and show every Deployment with
     // more than one replica as unavailable.
@@ -96,6 +99,7 @@ pub async fn run(
     };
     let redis_writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
     let redis_store = redis_writer.as_reader();
+    let named_by = (redis_writer.as_reader(), resource.clone());
     let redis_watch = watcher(redis_untyped, watcher::Config::default())
         .default_backoff()
         .modify(|redis| redis.managed_fields_mut().clear())
@@ -113,13 +117,17 @@ pub async fn run(
     );
     let ctx = Arc::new(
         Context::new(client, pods, recorder, metrics.clone())
-            .with_children(children.stores.clone()),
+            .with_children(children.stores.clone())
+            .with_secrets(secrets),
     );
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let controller = Controller::for_stream_with(redis_watch, redis_store, resource)
         .owns_stream(pod_events)
         .owns_stream(children.services)
         .owns_stream(children.pdbs)
+        .watches_stream(secret_events, move |secret| {
+            crate::auth::redis_for_secret(&named_by.0, &named_by.1, &secret)
+        })
         .with_config(
             ControllerConfig::default()
                 .concurrency(cli.concurrency)
@@ -152,6 +160,7 @@ pub async fn run(
     let _ = stop_tx.send(());
     pod_watch.abort();
     children.tasks.abort();
+    secret_watch.abort();
     if outcome.is_ok() {
         if tokio::time::timeout(DRAIN_TIMEOUT, controller)
             .await
