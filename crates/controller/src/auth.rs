@@ -102,10 +102,11 @@ pub struct Settled {
     pub report: bool,
 }
 
-/// The passwords to try on a pod, in order: the Secret's, then the earlier ones that worked.
+/// The passwords to try on a pod, in order: the Secret's, then the earlier ones that worked, then
+/// none (a pod started before auth was turned on is given the password live, not reported).
 pub fn candidates<'a>(wanted: Option<&'a str>, known: &'a [Password]) -> Vec<Option<&'a str>> {
     let mut out = vec![wanted];
-    for p in known.iter().map(Option::as_deref) {
+    for p in known.iter().map(Option::as_deref).chain([None]) {
         if !out.contains(&p) {
             out.push(p);
         }
@@ -129,10 +130,12 @@ pub fn remember(wanted: Option<&str>, known: &[Password], all_current: bool) -> 
     if all_current {
         return vec![wanted.map(str::to_owned)];
     }
-    let mut out: Vec<Password> = candidates(wanted, known)
-        .into_iter()
-        .map(|p| p.map(str::to_owned))
-        .collect();
+    let mut out: Vec<Password> = vec![wanted.map(str::to_owned)];
+    for p in known {
+        if !out.contains(p) {
+            out.push(p.clone());
+        }
+    }
     out.truncate(MAX_KNOWN);
     out
 }
@@ -492,14 +495,14 @@ mod tests {
 
     #[test]
     fn the_secrets_password_is_tried_first_then_the_earlier_ones() {
-        assert_eq!(candidates(Some("new"), &[]), vec![Some("new")]);
+        assert_eq!(candidates(Some("new"), &[]), vec![Some("new"), None]);
         assert_eq!(
             candidates(Some("new"), &[pw("old"), pw("older")]),
-            vec![Some("new"), Some("old"), Some("older")]
+            vec![Some("new"), Some("old"), Some("older"), None]
         );
         assert_eq!(
             candidates(Some("new"), &[pw("new"), pw("old")]),
-            vec![Some("new"), Some("old")]
+            vec![Some("new"), Some("old"), None]
         );
         // Auth turned off: no password first, the ones that worked after.
         assert_eq!(candidates(None, &[pw("old")]), vec![None, Some("old")]);
