@@ -182,7 +182,7 @@ async fn bench(args: &Args) -> Result<(), Error> {
     println!();
     println!("== summary (load average now {}) ==", load_average());
     println!(
-        "{:<58} {:>6} {:>10} {:>10} {:>14} {:>12}",
+        "{:<72} {:>6} {:>10} {:>10} {:>14} {:>12}",
         "setup", "rounds", "median", "max", "acked lost", "refused"
     );
     for part in &parts {
@@ -274,7 +274,7 @@ impl Part {
         let times = self.times();
         let refused: usize = self.rounds.iter().map(|r| r.refused).sum();
         println!(
-            "{:<58} {:>6} {:>10} {:>10} {:>14} {:>12}",
+            "{:<72} {:>6} {:>10} {:>10} {:>14} {:>12}",
             self.name,
             self.rounds.len(),
             median(&times).map_or_else(|| "-".into(), secs),
