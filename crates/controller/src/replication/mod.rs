@@ -187,11 +187,22 @@ fn member(pass: &Pass<'_>, pod: &Pod, redis: Option<info::RedisRole>) -> Member 
         ready: view.ready,
         terminating: view.terminating || view.finished,
         current: view.spec_hash.as_deref() == Some(pass.hash),
+        process_gone: container_not_running(pod),
         ordinal: view.ordinal,
         name: view.name,
         label,
         redis,
     }
+}
+
+/// The redis container has a state and it is not `running` (terminated, or waiting to restart).
+fn container_not_running(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == crate::pod::CONTAINER))
+        .and_then(|c| c.state.as_ref())
+        .is_some_and(|state| state.running.is_none())
 }
 
 async fn run_step(pass: &Pass<'_>, step: &Step, ips: &HashMap<&str, &str>) -> Result<(), Error> {

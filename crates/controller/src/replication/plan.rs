@@ -10,7 +10,8 @@
 //!    replicate it, a server answering as a second primary included (fencing); replicas that follow
 //!    it are labelled replica.
 //! 4. A primary that is unreachable or not Ready is given `failoverAfter`; one whose pod is gone
-//!    or whose redis-server restarted (it answers fenced, its data lost) is replaced at once. The
+//!    or whose redis-server died or restarted (its container is not running, or it answers fenced:
+//!    its data is lost either way) is replaced at once. The
 //!    reachable replica with the highest replication offset is promoted, the old primary's label
 //!    removed first, and the others (the old primary too, when it returns) repointed.
 //! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
@@ -37,6 +38,9 @@ pub struct Member {
     pub terminating: bool,
     /// Runs the current pod spec (a rolling update will not replace it).
     pub current: bool,
+    /// Its redis container is not running (exited, waiting to be restarted): the process that
+    /// held the data is gone, whatever comes next.
+    pub process_gone: bool,
     pub label: Option<Label>,
     /// What its redis-server answered; `None` when it could not be reached.
     pub redis: Option<RedisRole>,
@@ -142,8 +146,10 @@ fn with_primary(primary: &Member, live: &[&Member], settings: &Settings) -> Deci
     if healthy {
         return serving(primary, &others, settings);
     }
-    // Its redis-server restarted (it came back fenced, empty): nothing to wait for.
-    let restarted = primary.redis.as_ref().is_some_and(RedisRole::is_fenced);
+    // Its redis-server died (the kubelet may take seconds to restart a container it restarted
+    // before) or came back fenced and empty: nothing to wait for.
+    let restarted =
+        primary.process_gone || primary.redis.as_ref().is_some_and(RedisRole::is_fenced);
     let unhealthy_for = settings.primary_unhealthy_for.unwrap_or_default();
     if !restarted && unhealthy_for < settings.failover_after {
         return Decision {
@@ -161,7 +167,7 @@ fn with_primary(primary: &Member, live: &[&Member], settings: &Settings) -> Deci
     }
     let why = if restarted {
         format!(
-            "the redis-server of primary {} restarted without its data",
+            "the redis-server of primary {} died or restarted without its data",
             primary.name
         )
     } else {
@@ -430,6 +436,7 @@ mod tests {
             ready: true,
             terminating: false,
             current: true,
+            process_gone: false,
             label: None,
             redis: Some(RedisRole::Replica {
                 primary_host: FENCE_HOST.into(),
@@ -744,6 +751,19 @@ mod tests {
             ..primary(0, 100, &[])
         };
         let d = decide(&[leaving, replica(1, 0, 100)], &settings(2));
+        assert_eq!(d.primary.as_deref(), Some("r-1"));
+    }
+
+    #[test]
+    fn a_primary_whose_container_is_not_running_is_replaced_at_once() {
+        // Killed again: the kubelet holds the restart back, the pod is not Ready, nothing answers.
+        let dead = Member {
+            process_gone: true,
+            ready: false,
+            redis: None,
+            ..primary(0, 100, &[])
+        };
+        let d = decide(&[dead, replica(1, 0, 100)], &settings(2));
         assert_eq!(d.primary.as_deref(), Some("r-1"));
     }
 }
