@@ -12,7 +12,9 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use tokio::process::Command;
 
-use crate::{Cluster, Context, Error, TestNamespace, repo_root, seen};
+use api::Redis;
+
+use crate::{Cluster, Context, Error, TestNamespace, repo_root, seen, wait_for};
 
 /// The real node's name (`NODE_NAME` in `hack/cluster/node/node.sh`).
 pub const NODE_NAME: &str = "real-node-0";
@@ -181,4 +183,101 @@ pub fn restarts(pod: &Pod) -> i32 {
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|cs| cs.first())
         .map_or(0, |c| c.restart_count)
+}
+
+/// Waits until the Redis has `replicas` Ready pods, one primary (labelled, in status) other than
+/// `not`, every other pod its replica, and the Replicating condition True. Returns the primary.
+pub async fn wait_replicating(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: usize,
+    timeout: Duration,
+    not: Option<&str>,
+) -> Result<String, Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(
+        &format!("{name}: {replicas} pods replicating a primary other than {not:?}"),
+        timeout,
+        || async {
+            let pods = pods_of(ns, name).await?;
+            let status = redis
+                .get(name)
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let replicating = status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Replicating" && c.status == "True");
+            let labelled: Vec<String> = pods
+                .iter()
+                .filter(|p| {
+                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
+                        == Some(api::pods::ROLE_PRIMARY)
+                })
+                .map(|p| p.name_any())
+                .collect();
+            let replicas_ok = status.members.len() == replicas
+                && status
+                    .members
+                    .iter()
+                    .filter(|m| m.role == "primary")
+                    .count()
+                    == 1
+                && status
+                    .members
+                    .iter()
+                    .filter(|m| m.role == "replica")
+                    .count()
+                    == replicas - 1;
+            let all_ready = pods.len() == replicas
+                && pods
+                    .iter()
+                    .all(|p| crate::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none());
+            match (&status.primary, labelled.as_slice()) {
+                (Some(primary), [one])
+                    if one == primary
+                        && Some(primary.as_str()) != not
+                        && replicating
+                        && replicas_ok
+                        && all_ready =>
+                {
+                    Ok(primary.clone())
+                }
+                _ => Err(format!(
+                    "primary={:?} labelled={labelled:?} members={:?} conditions={:?}; pods: {}",
+                    status.primary,
+                    status.members,
+                    status
+                        .conditions
+                        .iter()
+                        .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                        .collect::<Vec<_>>(),
+                    describe(&pods)
+                )),
+            }
+        },
+    )
+    .await
+}
+
+/// The usual start of a real-node test: the cluster (which must have the real node), a fresh
+/// namespace enforcing Pod Security "restricted" whose pods all land on the real node, and the
+/// operator running for it.
+pub async fn setup(
+    prefix: &str,
+) -> Result<(Cluster, TestNamespace, crate::operator::Operator), Error> {
+    let cluster = Cluster::connect().await?;
+    require_real_node(&cluster).await?;
+    let ns = cluster
+        .namespace_with(
+            prefix,
+            crate::NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node(),
+        )
+        .await?;
+    let operator = crate::operator::Operator::start(&cluster, &ns).await?;
+    Ok((cluster, ns, operator))
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::node::{self, REDIS_IMAGE};
-use e2e::operator::Operator;
-use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+
+use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -20,21 +20,6 @@ const NAME: &str = "cache";
 const SECRET: &str = "cache-auth";
 const FIRST: &str = "first-Passw0rd-for-the-bed";
 const SECOND: &str = "second-Passw0rd-after-rotation";
-
-async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
-    let cluster = Cluster::connect().await?;
-    node::require_real_node(&cluster).await?;
-    let ns = cluster
-        .namespace_with(
-            prefix,
-            NamespaceOptions::default()
-                .pod_security("restricted")
-                .real_node(),
-        )
-        .await?;
-    let operator = Operator::start(&cluster, &ns).await?;
-    Ok((cluster, ns, operator))
-}
 
 fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
     Error::Process {
@@ -54,46 +39,6 @@ async fn cli(host: &str, password: Option<&str>, args: &[&str]) -> Result<String
     node::redis_cli(host, PORT, &all)
         .await
         .map_err(|reason| process_error(format!("redis-cli -h {host} {args:?}"), reason))
-}
-
-/// Waits until the Redis has `replicas` Ready pods, status.primary set, and Replicating True.
-async fn wait_replicating(ns: &TestNamespace, replicas: usize) -> Result<String, Error> {
-    let redis: Api<Redis> = ns.api();
-    wait_for(
-        &format!("{NAME}: {replicas} pods replicating"),
-        CONVERGE,
-        || async {
-            let pods = node::pods_of(ns, NAME).await?;
-            let status = redis
-                .get(NAME)
-                .await
-                .map_err(seen)?
-                .status
-                .unwrap_or_default();
-            let replicating = status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "Replicating" && c.status == "True");
-            let all_ready = pods.len() == replicas
-                && pods
-                    .iter()
-                    .all(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none());
-            match &status.primary {
-                Some(primary) if replicating && all_ready => Ok(primary.clone()),
-                _ => Err(format!(
-                    "primary={:?} conditions={:?}; pods: {}",
-                    status.primary,
-                    status
-                        .conditions
-                        .iter()
-                        .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
-                        .collect::<Vec<_>>(),
-                    node::describe(&pods)
-                )),
-            }
-        },
-    )
-    .await
 }
 
 /// Each pod's name, IP, uid and restart count.
@@ -123,7 +68,7 @@ fn refused(answer: &str) -> bool {
 /// (no restart) still replicating; a write through the Service is read from a replica.
 #[tokio::test]
 async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("auth-rotate").await?;
+    let (_cluster, ns, _operator) = node::setup("auth-rotate").await?;
     let secrets: Api<Secret> = ns.api();
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
@@ -158,7 +103,7 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context("creating the Redis")?;
-    let primary = wait_replicating(&ns, 3).await?;
+    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
     // The pod spec names the Secret; the password is nowhere in it.
     let pod_api: Api<Pod> = ns.api();
@@ -216,7 +161,7 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         }
     })
     .await?;
-    let after_primary = wait_replicating(&ns, 3).await?;
+    let after_primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     assert_eq!(after_primary, primary, "no failover on a rotation");
     for (name, ip, _, _) in &before {
         if *name == primary {
@@ -283,7 +228,7 @@ async fn ready(ns: &TestNamespace) -> Result<(String, String), String> {
 /// False, Warning Event) and touches nothing; putting the pods' password back clears it.
 #[tokio::test]
 async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Result<(), Error> {
-    let (cluster, ns, mut operator) = setup("auth-standalone").await?;
+    let (cluster, ns, mut operator) = node::setup("auth-standalone").await?;
     let secrets: Api<Secret> = ns.api();
     let secret = Secret {
         metadata: kube::api::ObjectMeta {

@@ -18,21 +18,6 @@ use kube::{Api, Resource, ResourceExt};
 /// Real containers start in seconds; a replaced pod also waits for the old one to terminate.
 const CONVERGE: Duration = Duration::from_secs(120);
 
-async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
-    let cluster = Cluster::connect().await?;
-    node::require_real_node(&cluster).await?;
-    let ns = cluster
-        .namespace_with(
-            prefix,
-            NamespaceOptions::default()
-                .pod_security("restricted")
-                .real_node(),
-        )
-        .await?;
-    let operator = Operator::start(&cluster, &ns).await?;
-    Ok((cluster, ns, operator))
-}
-
 async fn create_redis(
     ns: &TestNamespace,
     name: &str,
@@ -153,7 +138,7 @@ async fn ping_through(service: &Service, port: u16) -> Result<(), Error> {
 /// the Replication-mode Services do not exist.
 #[tokio::test]
 async fn the_service_routes_to_redis_and_comes_back_when_deleted() -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("children-svc").await?;
+    let (_cluster, ns, _operator) = node::setup("children-svc").await?;
     let redis = create_redis(&ns, "svc", 2, 8333).await?;
     wait_ready_pods(&ns, "svc", 2).await?;
 
@@ -192,7 +177,7 @@ async fn the_service_routes_to_redis_and_comes_back_when_deleted() -> Result<(),
 /// once the Redis has healed an eviction is allowed again.
 #[tokio::test]
 async fn the_pdb_lets_one_pod_be_evicted_at_a_time() -> Result<(), Error> {
-    let (cluster, ns, _operator) = setup("children-pdb").await?;
+    let (cluster, ns, _operator) = node::setup("children-pdb").await?;
     let redis = create_redis(&ns, "budget", 3, 6379).await?;
     wait_ready_pods(&ns, "budget", 3).await?;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use api::{Redis, RedisSpec};
 use e2e::node::{self, MISSING_IMAGE, NODE_NAME, REDIS_IMAGE};
-use e2e::operator::Operator;
+
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -16,21 +16,6 @@ use serde_json::json;
 
 /// Real containers start in seconds, but a pull back-off or a restart takes the kubelet longer.
 const CONVERGE: Duration = Duration::from_secs(120);
-
-async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
-    let cluster = Cluster::connect().await?;
-    node::require_real_node(&cluster).await?;
-    let ns = cluster
-        .namespace_with(
-            prefix,
-            NamespaceOptions::default()
-                .pod_security("restricted")
-                .real_node(),
-        )
-        .await?;
-    let operator = Operator::start(&cluster, &ns).await?;
-    Ok((cluster, ns, operator))
-}
 
 fn new_redis(name: &str, replicas: i32, image: &str, port: i32) -> Redis {
     Redis::new(
@@ -116,7 +101,7 @@ async fn cli(pod: &Pod, port: u16, args: &[&str]) -> Result<String, Error> {
 /// `PONG` through each pod IP, and a key written to a pod is read back from it.
 #[tokio::test]
 async fn tutorial_sample_serves_redis_on_the_real_node() -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("real-sample").await?;
+    let (_cluster, ns, _operator) = node::setup("real-sample").await?;
     let redis: Api<Redis> = ns.api();
     redis
         .create(
@@ -148,7 +133,7 @@ async fn tutorial_sample_serves_redis_on_the_real_node() -> Result<(), Error> {
 /// fixing the image rolls every pod (none of them ever Ready) to the new image and Ready.
 #[tokio::test]
 async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("real-image").await?;
+    let (_cluster, ns, _operator) = node::setup("real-image").await?;
     let redis: Api<Redis> = ns.api();
     redis
         .create(
@@ -215,7 +200,7 @@ async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Err
 /// socket still accepting) fails the liveness probe and is restarted too.
 #[tokio::test]
 async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("real-liveness").await?;
+    let (_cluster, ns, _operator) = node::setup("real-liveness").await?;
     let redis: Api<Redis> = ns.api();
     redis
         .create(

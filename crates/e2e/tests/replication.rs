@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use e2e::node::{self, REDIS_IMAGE};
-use e2e::operator::Operator;
-use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+
+use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -20,21 +20,6 @@ use serde_json::json;
 const CONVERGE: Duration = Duration::from_secs(120);
 const PORT: u16 = 6379;
 const FAILOVER_AFTER: &str = "5s";
-
-async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace, Operator), Error> {
-    let cluster = Cluster::connect().await?;
-    node::require_real_node(&cluster).await?;
-    let ns = cluster
-        .namespace_with(
-            prefix,
-            NamespaceOptions::default()
-                .pod_security("restricted")
-                .real_node(),
-        )
-        .await?;
-    let operator = Operator::start(&cluster, &ns).await?;
-    Ok((cluster, ns, operator))
-}
 
 async fn create(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Error> {
     let redis: Api<Redis> = ns.api();
@@ -60,82 +45,6 @@ fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
         what: what.into(),
         reason: reason.into(),
     }
-}
-
-/// Waits until the Redis has `replicas` Ready pods, one primary (labelled, in status) other than
-/// `not`, every other pod its replica, and the Replicating condition True. Returns the primary.
-async fn wait_replicating(
-    ns: &TestNamespace,
-    name: &str,
-    replicas: usize,
-    not: Option<&str>,
-) -> Result<String, Error> {
-    let redis: Api<Redis> = ns.api();
-    wait_for(
-        &format!("{name}: {replicas} pods replicating a primary other than {not:?}"),
-        CONVERGE,
-        || async {
-            let pods = node::pods_of(ns, name).await?;
-            let status = redis
-                .get(name)
-                .await
-                .map_err(seen)?
-                .status
-                .unwrap_or_default();
-            let replicating = status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "Replicating" && c.status == "True");
-            let labelled: Vec<String> = pods
-                .iter()
-                .filter(|p| {
-                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
-                        == Some(api::pods::ROLE_PRIMARY)
-                })
-                .map(|p| p.name_any())
-                .collect();
-            let replicas_ok = status.members.len() == replicas
-                && status
-                    .members
-                    .iter()
-                    .filter(|m| m.role == "primary")
-                    .count()
-                    == 1
-                && status
-                    .members
-                    .iter()
-                    .filter(|m| m.role == "replica")
-                    .count()
-                    == replicas - 1;
-            let all_ready = pods.len() == replicas
-                && pods
-                    .iter()
-                    .all(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none());
-            match (&status.primary, labelled.as_slice()) {
-                (Some(primary), [one])
-                    if one == primary
-                        && Some(primary.as_str()) != not
-                        && replicating
-                        && replicas_ok
-                        && all_ready =>
-                {
-                    Ok(primary.clone())
-                }
-                _ => Err(format!(
-                    "primary={:?} labelled={labelled:?} members={:?} conditions={:?}; pods: {}",
-                    status.primary,
-                    status.members,
-                    status
-                        .conditions
-                        .iter()
-                        .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
-                        .collect::<Vec<_>>(),
-                    node::describe(&pods)
-                )),
-            }
-        },
-    )
-    .await
 }
 
 async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
@@ -271,9 +180,9 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
 /// writes.
 #[tokio::test]
 async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
-    let (cluster, ns, _operator) = setup("repl-three").await?;
+    let (cluster, ns, _operator) = node::setup("repl-three").await?;
     create(&ns, "cache", 3).await?;
-    let primary = wait_replicating(&ns, "cache", 3, None).await?;
+    let primary = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
     let events = e2e::operator::run_kubectl(
         &cluster,
@@ -319,9 +228,9 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
 #[tokio::test]
 async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() -> Result<(), Error>
 {
-    let (_cluster, ns, _operator) = setup("repl-pod").await?;
+    let (_cluster, ns, _operator) = node::setup("repl-pod").await?;
     create(&ns, "cache", 3).await?;
-    let old = wait_replicating(&ns, "cache", 3, None).await?;
+    let old = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     let writer = Writer::start(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -330,7 +239,7 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
     pods.delete(&old, &DeleteParams::default().grace_period(0))
         .await
         .context(format!("deleting the primary {old}"))?;
-    let new = wait_replicating(&ns, "cache", 3, Some(&old)).await?;
+    let new = node::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (acked, failed) = writer.stop().await?;
     eprintln!(
@@ -349,9 +258,9 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
 #[tokio::test]
 async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknowledged_writes()
 -> Result<(), Error> {
-    let (_cluster, ns, _operator) = setup("repl-process").await?;
+    let (_cluster, ns, _operator) = node::setup("repl-process").await?;
     create(&ns, "cache", 3).await?;
-    let old = wait_replicating(&ns, "cache", 3, None).await?;
+    let old = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     let writer = Writer::start(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -363,7 +272,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
     node::signal(pid, "KILL")
         .await
         .map_err(|reason| process_error(format!("killing {old}'s redis-server"), reason))?;
-    let new = wait_replicating(&ns, "cache", 3, Some(&old)).await?;
+    let new = node::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (acked, failed) = writer.stop().await?;
     eprintln!(
@@ -386,9 +295,9 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
 /// cache-0 (a switchover: writes paused until the heir has caught up) before it goes.
 #[tokio::test]
 async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), Error> {
-    let (cluster, ns, _operator) = setup("repl-scale").await?;
+    let (cluster, ns, _operator) = node::setup("repl-scale").await?;
     create(&ns, "cache", 3).await?;
-    wait_replicating(&ns, "cache", 3, None).await?;
+    node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
     let scale = |n: i32| {
@@ -405,7 +314,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
         }
     };
     scale(5).await?;
-    let first = wait_replicating(&ns, "cache", 5, None).await?;
+    let first = node::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     assert_eq!(cli(&service, &["SET", "kept", "yes"]).await?, "OK");
     assert_eq!(cli(&service, &["WAIT", "4", "5000"]).await?, "4");
@@ -414,13 +323,13 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     pods.delete(&first, &DeleteParams::default().grace_period(0))
         .await
         .context("deleting the primary")?;
-    let moved = wait_replicating(&ns, "cache", 5, Some(&first)).await?;
+    let moved = node::wait_replicating(&ns, "cache", 5, CONVERGE, Some(&first)).await?;
     assert_ne!(moved, "cache-0");
 
     scale(2).await?;
-    let primary = wait_replicating(&ns, "cache", 2, None).await?;
+    let primary = node::wait_replicating(&ns, "cache", 2, CONVERGE, None).await?;
     scale(1).await?;
-    let last = wait_replicating(&ns, "cache", 1, None).await?;
+    let last = node::wait_replicating(&ns, "cache", 1, CONVERGE, None).await?;
     assert_eq!(last, "cache-0");
     assert_eq!(cli(&service, &["GET", "kept"]).await?, "yes");
     if primary != "cache-0" {
@@ -445,9 +354,9 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
 /// redis-server about itself each second and the primary's pings move the offsets every 10 s.
 #[tokio::test]
 async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
-    let (_cluster, ns, operator) = setup("repl-rest").await?;
+    let (_cluster, ns, operator) = node::setup("repl-rest").await?;
     create(&ns, "cache", 3).await?;
-    wait_replicating(&ns, "cache", 3, None).await?;
+    node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let counters = [
         "redis_controller_status_writes_total",

@@ -24,7 +24,6 @@ use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::{Operator, PROFILE_ENV};
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use redis::aio::MultiplexedConnection;
 
@@ -596,7 +595,7 @@ async fn operator_part(args: &Args) -> Result<Part, Error> {
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context(format!("creating Redis {NAME}"))?;
-    let mut primary = wait_replicating(&ns, None).await?;
+    let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = service_ip(&ns).await?;
     let what = match args.kill {
         Kill::Process => "redis-server SIGKILLed (kubelet restarts it)",
@@ -691,7 +690,7 @@ async fn operator_round(
     }
     let writable = writer.wait_writable(killed, &victim_id).await;
     let refused = writer.failures_between(killed, writable.unwrap_or_else(Instant::now));
-    let next = wait_replicating(ns, Some(primary)).await?;
+    let next = node::wait_replicating(ns, NAME, 3, CONVERGE, Some(primary)).await?;
     let keys = writer.acked_keys();
     let ip = primary_ip(pods, &next)
         .await
@@ -708,64 +707,6 @@ async fn operator_round(
         acked_so_far: keys.len(),
     };
     Ok((round, next, missing_now))
-}
-
-/// Waits until the Redis has 3 Ready pods, one primary (labelled, in status) other than `not`,
-/// the two others its replicas, and Replicating=True (as tests/replication.rs). The primary.
-async fn wait_replicating(ns: &TestNamespace, not: Option<&str>) -> Result<String, Error> {
-    let redis: Api<Redis> = ns.api();
-    let replicas = 3;
-    wait_for(
-        &format!("{NAME}: {replicas} pods replicating a primary other than {not:?}"),
-        CONVERGE,
-        || async {
-            let pods = node::pods_of(ns, NAME).await?;
-            let status = redis
-                .get(NAME)
-                .await
-                .map_err(seen)?
-                .status
-                .unwrap_or_default();
-            let replicating = status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "Replicating" && c.status == "True");
-            let labelled: Vec<String> = pods
-                .iter()
-                .filter(|p| {
-                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
-                        == Some(api::pods::ROLE_PRIMARY)
-                })
-                .map(|p| p.name_any())
-                .collect();
-            let count = |role: &str| status.members.iter().filter(|m| m.role == role).count();
-            let members_ok = status.members.len() == replicas
-                && count("primary") == 1
-                && count("replica") == replicas - 1;
-            let all_ready = pods.len() == replicas
-                && pods
-                    .iter()
-                    .all(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none());
-            match (&status.primary, labelled.as_slice()) {
-                (Some(primary), [one])
-                    if one == primary
-                        && Some(primary.as_str()) != not
-                        && replicating
-                        && members_ok
-                        && all_ready =>
-                {
-                    Ok(primary.clone())
-                }
-                _ => Err(format!(
-                    "primary={:?} labelled={labelled:?} members={:?}; pods: {}",
-                    status.primary,
-                    status.members,
-                    node::describe(&pods)
-                )),
-            }
-        },
-    )
-    .await
 }
 
 async fn service_ip(ns: &TestNamespace) -> Result<String, Error> {
