@@ -229,7 +229,8 @@ async fn tutorial_sample_runs_two_ready_pods_with_status_and_columns() -> Result
         .collect();
     assert_eq!(
         header,
-        vec!["NAME", "REPLICAS", "READY", "IMAGE", "PORT", "AGE"],
+        // PRIMARY stays empty in Standalone mode (the row below has no value for it).
+        vec!["NAME", "REPLICAS", "READY", "IMAGE", "PORT", "PRIMARY", "AGE"],
         "{table}"
     );
     let row: Vec<_> = lines
