@@ -230,7 +230,9 @@ async fn tutorial_sample_runs_two_ready_pods_with_status_and_columns() -> Result
     assert_eq!(
         header,
         // PRIMARY stays empty in Standalone mode (the row below has no value for it).
-        vec!["NAME", "REPLICAS", "READY", "IMAGE", "PORT", "PRIMARY", "AGE"],
+        vec![
+            "NAME", "REPLICAS", "READY", "IMAGE", "PORT", "PRIMARY", "AGE"
+        ],
         "{table}"
     );
     let row: Vec<_> = lines
