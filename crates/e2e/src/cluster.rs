@@ -125,7 +125,11 @@ impl Cluster {
 
 /// The repository this crate belongs to.
 pub fn repo_root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Cargo sets the variable when it runs a test or a bin; the compile-time value is only the
+    // fallback, because a target dir shared between clones (CI's cache) can hand this crate to
+    // a clone at another path without recompiling it.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
     let root = manifest_dir.join("..").join("..");
     root.canonicalize().unwrap_or(root)
 }

@@ -416,14 +416,29 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         );
     }
 
-    // Admission through the webhook's Service: the webhook's own message comes back.
+    // Admission through the webhook's Service: the webhook's own message comes back. helm saw
+    // the pod Ready, but kube-proxy programs the Service's endpoint a moment later (until then
+    // the ClusterIP refuses connections), so only that refusal is waited out.
     let redis_api: Api<Redis> = ns.api();
-    let refused = redis_api
-        .create(
-            &PostParams::default(),
-            &new_redis("low-port", 1, REDIS_IMAGE, 6000),
-        )
-        .await;
+    let refused = wait_for(
+        "kube-proxy to route the webhook's Service",
+        Duration::from_secs(30),
+        || async {
+            let answer = redis_api
+                .create(
+                    &PostParams::default(),
+                    &new_redis("low-port", 1, REDIS_IMAGE, 6000),
+                )
+                .await;
+            match answer {
+                Err(kube::Error::Api(status)) if status.message.contains("connection refused") => {
+                    Err(status.message)
+                }
+                other => Ok(other),
+            }
+        },
+    )
+    .await?;
     match refused {
         Err(kube::Error::Api(status)) => assert!(
             status
