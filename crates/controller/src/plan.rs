@@ -1,6 +1,6 @@
 //! Planning (DESIGN §3): from the desired replicas and spec hash and the pods that really exist,
 //! decide what to create and delete. Pure, so every branch is a unit test; the reconciler only
-//! carries the actions out, and the next reconcile re-plans from the new real state.
+//! carries the steps out, and the next reconcile re-plans from the new real state.
 
 use crate::pod::SPEC_HASH_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
@@ -154,8 +154,9 @@ impl DeleteReason {
     }
 }
 
+/// One pod write the plan asks for (not kube's `controller::Action`, which is when to requeue).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub enum PodStep {
     Create {
         ordinal: u32,
     },
@@ -167,12 +168,12 @@ pub enum Action {
 }
 
 /// At most this many creates per pass, so the plan stays small whatever `replicas` says (a scale
-/// to 2^31 would otherwise build billions of actions); the pod events of one batch bring the next.
+/// to 2^31 would otherwise build billions of steps); the pod events of one batch bring the next.
 pub const CREATE_BATCH: usize = 64;
 
 impl PodView {
-    fn delete(&self, reason: DeleteReason) -> Action {
-        Action::Delete {
+    fn delete(&self, reason: DeleteReason) -> PodStep {
+        PodStep::Delete {
             name: self.name.clone(),
             uid: self.uid.clone(),
             reason,
@@ -181,8 +182,8 @@ impl PodView {
 }
 
 /// The plan for one reconcile, in the order to carry it out.
-pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<Action> {
-    let mut deletes: Vec<(Option<u32>, Action)> = Vec::new();
+pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<PodStep> {
+    let mut deletes: Vec<(Option<u32>, PodStep)> = Vec::new();
     for pod in pods.iter().filter(|p| !p.terminating) {
         let reason = match pod.ordinal {
             None => Some(DeleteReason::Stray),
@@ -205,14 +206,14 @@ pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<Action> 
     let creates = (0..replicas)
         .filter(|i| !pods.iter().any(|p| p.ordinal == Some(*i)))
         .take(CREATE_BATCH)
-        .map(|ordinal| Action::Create { ordinal });
+        .map(|ordinal| PodStep::Create { ordinal });
 
-    let mut actions: Vec<Action> = deletes.into_iter().map(|(_, a)| a).collect();
-    actions.extend(creates);
-    if actions.is_empty() {
-        actions = rolling_replacements(replicas, desired_hash, pods);
+    let mut steps: Vec<PodStep> = deletes.into_iter().map(|(_, a)| a).collect();
+    steps.extend(creates);
+    if steps.is_empty() {
+        steps = rolling_replacements(replicas, desired_hash, pods);
     }
-    actions
+    steps
 }
 
 /// Outdated pods to replace. Those that are not Ready (a typo image, a crashloop, unschedulable)
@@ -220,7 +221,7 @@ pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<Action> 
 /// broke every pod would never roll out. A Ready outdated pod goes one at a time, highest ordinal
 /// first, and only while every other pod is Ready and nothing is terminating: availability never
 /// drops below replicas - 1.
-fn rolling_replacements(replicas: u32, hash: &str, pods: &[PodView]) -> Vec<Action> {
+fn rolling_replacements(replicas: u32, hash: &str, pods: &[PodView]) -> Vec<PodStep> {
     let in_range = |p: &&PodView| p.ordinal.is_some_and(|i| i < replicas);
     let mut outdated: Vec<&PodView> = pods
         .iter()
@@ -230,7 +231,7 @@ fn rolling_replacements(replicas: u32, hash: &str, pods: &[PodView]) -> Vec<Acti
     outdated.sort_by_key(|p| std::cmp::Reverse(p.ordinal));
     // A serving primary is replaced after it has handed over (it is then a replica).
     outdated.retain(|p| !(p.ready && held_as_primary(p, pods)));
-    let unready: Vec<Action> = outdated
+    let unready: Vec<PodStep> = outdated
         .iter()
         .filter(|p| !p.ready)
         .map(|p| p.delete(DeleteReason::Outdated))
@@ -303,11 +304,11 @@ mod tests {
         }
     }
 
-    fn creates(actions: &[Action]) -> Vec<u32> {
-        actions
+    fn creates(steps: &[PodStep]) -> Vec<u32> {
+        steps
             .iter()
             .filter_map(|a| {
-                if let Action::Create { ordinal } = a {
+                if let PodStep::Create { ordinal } = a {
                     Some(*ordinal)
                 } else {
                     None
@@ -316,11 +317,11 @@ mod tests {
             .collect()
     }
 
-    fn deletes(actions: &[Action]) -> Vec<(&str, DeleteReason)> {
-        actions
+    fn deletes(steps: &[PodStep]) -> Vec<(&str, DeleteReason)> {
+        steps
             .iter()
             .filter_map(|a| {
-                if let Action::Delete { name, reason, .. } = a {
+                if let PodStep::Delete { name, reason, .. } = a {
                     Some((name.as_str(), *reason))
                 } else {
                     None
@@ -349,16 +350,16 @@ mod tests {
     #[test]
     fn scales_down_highest_first() {
         let pods = [pod(0), pod(1), pod(2), pod(3)];
-        let actions = plan(1, H, &pods);
+        let steps = plan(1, H, &pods);
         assert_eq!(
-            deletes(&actions),
+            deletes(&steps),
             vec![
                 ("r-3", DeleteReason::ScaleDown),
                 ("r-2", DeleteReason::ScaleDown),
                 ("r-1", DeleteReason::ScaleDown)
             ]
         );
-        assert!(creates(&actions).is_empty());
+        assert!(creates(&steps).is_empty());
     }
 
     #[test]
@@ -373,10 +374,10 @@ mod tests {
         let mut failed = pod(1);
         failed.finished = true;
         failed.ready = false;
-        let actions = plan(2, H, &[pod(0), failed.clone()]);
-        assert_eq!(deletes(&actions), vec![("r-1", DeleteReason::Finished)]);
+        let steps = plan(2, H, &[pod(0), failed.clone()]);
+        assert_eq!(deletes(&steps), vec![("r-1", DeleteReason::Finished)]);
         assert!(
-            creates(&actions).is_empty(),
+            creates(&steps).is_empty(),
             "the name is still taken until the pod is gone"
         );
         failed.terminating = true;
@@ -444,10 +445,10 @@ mod tests {
             spec_hash: Some("old".into()),
             ..pod(i)
         };
-        let actions = plan(3, H, &[old(0), old(1)]);
-        assert_eq!(creates(&actions), vec![2]);
+        let steps = plan(3, H, &[old(0), old(1)]);
+        assert_eq!(creates(&steps), vec![2]);
         assert!(
-            deletes(&actions).is_empty(),
+            deletes(&steps).is_empty(),
             "no pod is rolled while one is missing"
         );
     }
@@ -543,24 +544,20 @@ mod tests {
 
     #[test]
     fn a_huge_replica_count_plans_a_bounded_batch() {
-        // Issue item 2: `kubectl scale --replicas=2147483647` must not build billions of actions.
-        let actions = plan(1_000_000, H, &[pod(0), pod(2)]);
-        assert!(
-            !actions.is_empty() && actions.len() <= 64,
-            "{}",
-            actions.len()
-        );
-        let first = creates(&actions);
+        // Issue item 2: `kubectl scale --replicas=2147483647` must not build billions of steps.
+        let steps = plan(1_000_000, H, &[pod(0), pod(2)]);
+        assert!(!steps.is_empty() && steps.len() <= 64, "{}", steps.len());
+        let first = creates(&steps);
         assert_eq!(first[..3], [1, 3, 4], "lowest missing ordinals first");
         assert_eq!(plan(u32::MAX, H, &[]).len(), CREATE_BATCH);
     }
 
     #[test]
     fn deletes_carry_the_uid_they_were_planned_from() {
-        let actions = plan(1, H, &[pod(0), pod(1)]);
+        let steps = plan(1, H, &[pod(0), pod(1)]);
         assert_eq!(
-            actions,
-            vec![Action::Delete {
+            steps,
+            vec![PodStep::Delete {
                 name: "r-1".into(),
                 uid: Some("uid-1".into()),
                 reason: DeleteReason::ScaleDown
@@ -645,7 +642,7 @@ mod tests {
         let deleted: Vec<String> = plan(1, H, &pods)
             .into_iter()
             .filter_map(|a| match a {
-                Action::Delete { name, .. } => Some(name),
+                PodStep::Delete { name, .. } => Some(name),
                 _ => None,
             })
             .collect();
@@ -655,10 +652,10 @@ mod tests {
             spec_hash: Some("old".into()),
             ..p
         };
-        let actions = plan(3, H, &[pod(0), old(pod(1)), old(primary(2))]);
+        let steps = plan(3, H, &[pod(0), old(pod(1)), old(primary(2))]);
         assert!(
-            matches!(actions.as_slice(), [Action::Delete { name, .. }] if name == "r-1"),
-            "{actions:?}"
+            matches!(steps.as_slice(), [PodStep::Delete { name, .. }] if name == "r-1"),
+            "{steps:?}"
         );
         // Alone, or not Ready, it may go.
         assert!(!plan(0, H, &[primary(0)]).is_empty());

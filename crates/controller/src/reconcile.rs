@@ -3,7 +3,7 @@
 
 use crate::Error;
 use crate::metrics::{Metrics, ReasonLabels};
-use crate::plan::{self, Action, DeleteReason, PodView};
+use crate::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
 use crate::replication;
 use crate::status::{PodFailure, desired_status, with_failure};
@@ -294,7 +294,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
     let owned = owned_pods(ctx, redis);
     let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();
-    let actions = plan::plan(replicas, &hash, &views);
+    let steps = plan::plan(replicas, &hash, &views);
 
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
@@ -333,20 +333,20 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     } else {
         RESYNC
     };
-    announce_scaling(redis, ctx, &reference, replicas, &views, &actions).await;
+    announce_scaling(redis, ctx, &reference, replicas, &views, &steps).await;
     let mut retry_soon = false;
     let mut changed = false;
     let mut failure = None;
     let mut stop_creating = false;
-    for action in &actions {
-        let outcome = match action {
+    for step in &steps {
+        let outcome = match step {
             // After a refused create the next ones would most likely be refused too (a quota):
             // stop, as a ReplicaSet's slow start does, and retry with backoff.
-            Action::Create { .. } if stop_creating => continue,
-            Action::Create { ordinal } => {
+            PodStep::Create { .. } if stop_creating => continue,
+            PodStep::Create { ordinal } => {
                 create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await
             }
-            Action::Delete { name, uid, reason } => {
+            PodStep::Delete { name, uid, reason } => {
                 delete_pod(
                     ctx,
                     &pods,
@@ -371,7 +371,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
                 error,
             }) => {
                 // A name held by someone else says nothing about the other ordinals.
-                stop_creating |= matches!(action, Action::Create { .. })
+                stop_creating |= matches!(step, PodStep::Create { .. })
                     && !matches!(error, Error::PodNameConflict(_));
                 failure.get_or_insert(refused);
                 first_error.get_or_insert(error);
@@ -816,7 +816,7 @@ async fn announce_scaling(
     reference: &ObjectReference,
     replicas: u32,
     views: &[PodView],
-    actions: &[Action],
+    steps: &[PodStep],
 ) {
     // A new Redis (never observed) is not scaling: its pods' SuccessfulCreate Events say enough.
     let Some(observed) = redis.status.as_ref().and_then(|s| s.observed_generation) else {
@@ -827,17 +827,17 @@ async fn announce_scaling(
         .iter()
         .filter(|p| !p.terminating && p.ordinal.is_some())
         .count();
-    let scaling_down = actions.iter().any(|a| {
+    let scaling_down = steps.iter().any(|a| {
         matches!(
             a,
-            Action::Delete {
+            PodStep::Delete {
                 reason: DeleteReason::ScaleDown,
                 ..
             }
         )
     });
     let scaling_up =
-        existing < replicas as usize && actions.iter().any(|a| matches!(a, Action::Create { .. }));
+        existing < replicas as usize && steps.iter().any(|a| matches!(a, PodStep::Create { .. }));
     if !(spec_changed && (scaling_up || scaling_down)) {
         return;
     }
