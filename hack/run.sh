@@ -41,10 +41,27 @@ stop() {
   done
 }
 
-# rules KIND: the chart's webhook rules (charts/redis-operator/files/KIND-webhook-rules.yaml),
-# indented to sit under a webhook's `rules:`.
-rules() {
-  sed -e '/^#/d' -e 's/^/      /' "charts/redis-operator/files/$1-webhook-rules.yaml"
+# configuration KIND PATH: the KIND (mutating or validating) webhook configuration $config_name,
+# calling https://127.0.0.1:$webhook_port/PATH with certs/ca.crt as caBundle, for
+# every namespace but the e2e suite's (which registers webhooks of its own). The webhook itself
+# (name, rules, failurePolicy, timeoutSeconds...) is the chart's
+# charts/redis-operator/files/KIND-webhook.yaml, indented into place: the chart and the e2e suite
+# register that file too.
+configuration() {
+  local kind=$1 path=$2
+  cat <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ${kind^}WebhookConfiguration
+metadata:
+  name: $config_name
+webhooks:
+  - clientConfig:
+      url: https://127.0.0.1:$webhook_port/$path
+      caBundle: $(base64 -w0 certs/ca.crt)
+    namespaceSelector:
+      matchExpressions: [{key: e2e.redis-operator/test, operator: DoesNotExist}]
+YAML
+  sed -e '/^#/d' -e '/^---/d' -e 's/^/    /' "charts/redis-operator/files/$kind-webhook.yaml"
 }
 
 wait_http() { # wait_http URL WHAT
@@ -74,46 +91,7 @@ start() {
   wait_http "http://127.0.0.1:$webhook_ops/readyz" redis-webhook
   log "redis-webhook serving on https://127.0.0.1:$webhook_port (log: $run_dir/redis-webhook.log)"
 
-  local ca
-  ca=$(base64 -w0 certs/ca.crt)
-  # Every namespace but the e2e suite's, which registers webhooks of its own.
-  "$kubectl" apply -f - >/dev/null <<YAML
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata:
-  name: $config_name
-webhooks:
-  - name: mredis.myapp.tangx.in
-    admissionReviewVersions: ["v1"]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 10
-    clientConfig:
-      url: https://127.0.0.1:$webhook_port/mutate
-      caBundle: $ca
-    namespaceSelector:
-      matchExpressions: [{key: e2e.redis-operator/test, operator: DoesNotExist}]
-    rules:
-$(rules mutating)
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: $config_name
-webhooks:
-  - name: vredis.myapp.tangx.in
-    admissionReviewVersions: ["v1"]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 10
-    clientConfig:
-      url: https://127.0.0.1:$webhook_port/validate
-      caBundle: $ca
-    namespaceSelector:
-      matchExpressions: [{key: e2e.redis-operator/test, operator: DoesNotExist}]
-    rules:
-$(rules validating)
-YAML
+  { configuration mutating mutate; echo ---; configuration validating validate; } | "$kubectl" apply -f - >/dev/null
   log "webhook registered with the API server ($config_name, url + caBundle)"
 
   target/debug/redis-controller --metrics-bind "127.0.0.1:$controller_ops" >"$run_dir/redis-controller.log" 2>&1 &

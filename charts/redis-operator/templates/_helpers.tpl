@@ -118,3 +118,37 @@ affinity:
 priorityClassName: {{ . }}
 {{- end }}
 {{- end }}
+
+{{/*
+One webhook of the admission configurations as files/<kind>-webhook.yaml has it (the copy
+hack/run.sh and the e2e suite register too), with webhook.failurePolicy and
+webhook.timeoutSeconds where they are set: include with (dict "root" $ "kind" "mutating"), then
+fromYaml.
+*/}}
+{{- define "redis-operator.webhook.entry" -}}
+{{- $entry := .root.Files.Get (printf "files/%s-webhook.yaml" .kind) | fromYaml }}
+{{- with .root.Values.webhook.failurePolicy }}
+{{- $_ := set $entry "failurePolicy" . }}
+{{- end }}
+{{- with .root.Values.webhook.timeoutSeconds }}
+{{- $_ := set $entry "timeoutSeconds" . }}
+{{- end }}
+{{- toYaml $entry }}
+{{- end }}
+
+{{/*
+The `webhooks:` list of a webhook configuration: the entry above, called at the release's
+webhook Service on `path`, for the namespaces of webhook.namespaceSelector. Include with
+(dict "root" $ "kind" "mutating" "path" "/mutate" "caBundle" $caBundle).
+*/}}
+{{- define "redis-operator.webhooks" -}}
+{{- $entry := include "redis-operator.webhook.entry" . | fromYaml }}
+{{- $service := dict "name" (include "redis-operator.webhook.name" .root) "namespace" .root.Release.Namespace "path" .path "port" .root.Values.webhook.service.port }}
+{{- $client := dict "service" $service }}
+{{- with .caBundle }}
+{{- $_ := set $client "caBundle" . }}
+{{- end }}
+{{- $_ := set $entry "clientConfig" $client }}
+{{- $_ = set $entry "namespaceSelector" .root.Values.webhook.namespaceSelector }}
+{{- list $entry | toYaml }}
+{{- end }}

@@ -11,13 +11,12 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
-    ValidatingWebhookConfiguration, WebhookClientConfig,
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+    ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
@@ -253,7 +252,7 @@ pub struct Webhook {
 
 impl Webhook {
     /// Starts the webhook with fresh certificates and registers Mutating- and
-    /// ValidatingWebhookConfigurations (`failurePolicy: Fail`) for Redis in `ns` only. Returns
+    /// ValidatingWebhookConfigurations, their webhooks the chart's, for Redis in `ns` only. Returns
     /// once the API server really calls it.
     pub async fn start(
         cluster: &Cluster,
@@ -339,33 +338,19 @@ impl Webhook {
         };
         let mutating = MutatingWebhookConfiguration {
             metadata: metadata.clone(),
-            webhooks: Some(vec![MutatingWebhook {
-                name: "mredis.myapp.tangx.in".to_owned(),
-                admission_review_versions: vec!["v1".to_owned()],
-                client_config: client_config("/mutate"),
-                failure_policy: Some("Fail".to_owned()),
-                side_effects: "None".to_owned(),
-                namespace_selector: Some(only_this_namespace.clone()),
-                rules: Some(rules::<RuleWithOperations>("mutating-webhook-rules.yaml")?),
-                timeout_seconds: Some(10),
-                ..MutatingWebhook::default()
-            }]),
+            webhooks: Some(vec![chart_webhook(
+                MUTATING_WEBHOOK,
+                client_config("/mutate"),
+                &only_this_namespace,
+            )?]),
         };
         let validating = ValidatingWebhookConfiguration {
             metadata,
-            webhooks: Some(vec![ValidatingWebhook {
-                name: "vredis.myapp.tangx.in".to_owned(),
-                admission_review_versions: vec!["v1".to_owned()],
-                client_config: client_config("/validate"),
-                failure_policy: Some("Fail".to_owned()),
-                side_effects: "None".to_owned(),
-                namespace_selector: Some(only_this_namespace),
-                rules: Some(rules::<RuleWithOperations>(
-                    "validating-webhook-rules.yaml",
-                )?),
-                timeout_seconds: Some(10),
-                ..ValidatingWebhook::default()
-            }]),
+            webhooks: Some(vec![chart_webhook(
+                VALIDATING_WEBHOOK,
+                client_config("/validate"),
+                &only_this_namespace,
+            )?]),
         };
         let client = cluster.client();
         let params = PostParams::default();
@@ -414,17 +399,50 @@ impl Drop for Webhook {
     }
 }
 
-/// The rules of a chart file (`charts/redis-operator/files/*-rules.yaml`): RBAC or webhook rules.
-fn rules<T: serde::de::DeserializeOwned>(file: &str) -> Result<Vec<T>, Error> {
-    let path = repo_root().join("charts/redis-operator/files").join(file);
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::Manifest {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    serde_norway::from_str(&text).map_err(|e| Error::Manifest {
-        path,
-        reason: e.to_string(),
-    })
+/// A file of the chart's `files/`, by name and text.
+type ChartFile = (&'static str, &'static str);
+
+macro_rules! chart_file {
+    ($name:literal) => {
+        (
+            $name,
+            include_str!(concat!("../../../charts/redis-operator/files/", $name)),
+        )
+    };
+}
+
+/// The webhooks the chart registers (`charts/redis-operator/files/*-webhook.yaml`): all of each
+/// but where it is called and for which namespaces.
+const MUTATING_WEBHOOK: ChartFile = chart_file!("mutating-webhook.yaml");
+const VALIDATING_WEBHOOK: ChartFile = chart_file!("validating-webhook.yaml");
+/// The chart's RBAC rules of the controller, and of its leader election.
+const CONTROLLER_RULES: ChartFile = chart_file!("controller-rules.yaml");
+const LEADER_ELECTION_RULES: ChartFile = chart_file!("leader-election-rules.yaml");
+
+/// A chart file, parsed.
+fn parse_chart_file<T: serde::de::DeserializeOwned>(file: ChartFile) -> Result<T, Error> {
+    serde_norway::from_str(file.1).map_err(|e| chart_file_error(file, e))
+}
+
+fn chart_file_error((name, _): ChartFile, reason: impl ToString) -> Error {
+    Error::Manifest {
+        path: Path::new("charts/redis-operator/files").join(name),
+        reason: reason.to_string(),
+    }
+}
+
+/// A webhook of the chart's files, called at `client_config` for the namespaces of `selector`.
+fn chart_webhook<T: serde::de::DeserializeOwned>(
+    file: ChartFile,
+    client_config: WebhookClientConfig,
+    selector: &LabelSelector,
+) -> Result<T, Error> {
+    let mut webhook: serde_json::Value = parse_chart_file(file)?;
+    let placed = serde_json::json!({"clientConfig": client_config, "namespaceSelector": selector});
+    if let (Some(webhook), Some(placed)) = (webhook.as_object_mut(), placed.as_object()) {
+        webhook.extend(placed.clone());
+    }
+    serde_json::from_value(webhook).map_err(|e| chart_file_error(file, e))
 }
 
 /// The controller's identity in one namespace: a ServiceAccount, bound to the chart's rules
@@ -476,7 +494,7 @@ impl ControllerIdentity {
                 &params,
                 &ClusterRole {
                     metadata: role_meta.clone(),
-                    rules: Some(rules::<PolicyRule>("controller-rules.yaml")?),
+                    rules: Some(parse_chart_file(CONTROLLER_RULES)?),
                     ..ClusterRole::default()
                 },
             )
@@ -506,7 +524,7 @@ impl ControllerIdentity {
                 &params,
                 &Role {
                     metadata: lease_meta.clone(),
-                    rules: Some(rules::<PolicyRule>("leader-election-rules.yaml")?),
+                    rules: Some(parse_chart_file(LEADER_ELECTION_RULES)?),
                 },
             )
             .await
