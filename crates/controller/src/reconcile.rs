@@ -22,6 +22,7 @@ use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -298,31 +299,24 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
 
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
-    let mut first_error = None;
+    let mut pass = PassOutcome::default();
     // The password first (a rotation is set on the pods before anything talks to them), then
     // the roles: a primary whose pod the plan is about to remove hands over before it goes.
-    let auth = settle_auth(redis, ctx, &reference, &owned)
-        .await
-        .unwrap_or_else(|e| {
-            first_error = Some(e);
-            None
-        });
+    let auth = pass.keep_going(settle_auth(redis, ctx, &reference, &owned).await);
     let replication = match &auth {
         // Without a password that works, a pod that refuses it would look dead: wait.
-        Some(settled) if settled.failure.is_none() => replicate(
-            redis,
-            ctx,
-            &reference,
-            &owned,
-            &hash,
-            replicas,
-            settled.password.as_deref(),
-        )
-        .await
-        .unwrap_or_else(|e| {
-            first_error = Some(e);
-            None
-        }),
+        Some(settled) if settled.failure.is_none() => pass.keep_going(
+            replicate(
+                redis,
+                ctx,
+                &reference,
+                &owned,
+                &hash,
+                replicas,
+                settled.password.as_deref(),
+            )
+            .await,
+        ),
         _ => None,
     };
     let auth_failure = auth.and_then(|a| a.failure);
@@ -334,15 +328,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         RESYNC
     };
     announce_scaling(redis, ctx, &reference, replicas, &views, &steps).await;
-    let mut retry_soon = false;
-    let mut changed = false;
-    let mut failure = None;
-    let mut stop_creating = false;
     for step in &steps {
-        let outcome = match step {
-            // After a refused create the next ones would most likely be refused too (a quota):
-            // stop, as a ReplicaSet's slow start does, and retry with backoff.
-            PodStep::Create { .. } if stop_creating => continue,
+        let done = match step {
+            PodStep::Create { .. } if pass.creates_refused => continue,
             PodStep::Create { ordinal } => {
                 create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await
             }
@@ -358,29 +346,15 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
                 .await
             }
         };
-        match outcome {
-            Ok(Done::Yes) => changed = true,
-            Ok(Done::CacheBehind) => retry_soon = true,
+        if pass.record(step, done).is_break() {
             // The namespace is being deleted, and this Redis with it: nothing to build.
-            Ok(Done::NamespaceTerminating) => {
-                ctx.terminating().mark(namespace, Instant::now());
-                return Ok(Requeue::await_change());
-            }
-            Err(Refused {
-                failure: refused,
-                error,
-            }) => {
-                // A name held by someone else says nothing about the other ordinals.
-                stop_creating |= matches!(step, PodStep::Create { .. })
-                    && !matches!(error, Error::PodNameConflict(_));
-                failure.get_or_insert(refused);
-                first_error.get_or_insert(error);
-            }
+            ctx.terminating().mark(namespace, Instant::now());
+            return Ok(Requeue::await_change());
         }
     }
     // The pods just changed, so a status computed from the pods seen before would be stale at
     // once; the watch events of those changes bring the next pass, which writes it.
-    if changed && first_error.is_none() {
+    if pass.changed && pass.error.is_none() {
         return Ok(Requeue::requeue(next_pass));
     }
 
@@ -395,24 +369,71 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             stored,
             now(),
         ),
-        failure.as_ref(),
+        pass.refused.as_ref(),
     );
     let status = crate::status::with_replication(status, replication.as_ref(), stored, now());
     let status = crate::auth::with_failure(status, auth_failure.as_deref(), stored, now());
     if stored != Some(&status) {
         write_status(redis, ctx, namespace, name, &status).await?;
     }
-    if let Some(e) = first_error {
+    if let Some(e) = pass.error {
         return Err(e);
     }
     // Lost on the early return above; then the next pass, brought by the pods' events, applies
     // the children again and reports it.
     children?;
-    Ok(if retry_soon {
+    Ok(if pass.cache_behind {
         Requeue::requeue(CACHE_LAG_RETRY.min(next_pass))
     } else {
         Requeue::requeue(next_pass)
     })
+}
+
+/// What one pass of [`apply`] came to so far: the pod writes it made, and the first error, which
+/// is returned (for backoff) only after the status has said what went wrong.
+#[derive(Debug, Default)]
+struct PassOutcome {
+    /// A pod was created or deleted.
+    changed: bool,
+    /// The API server knew a pod our cache had not seen yet: look again shortly.
+    cache_behind: bool,
+    /// A create was refused for a reason other than a taken name (say, a quota). The next ones
+    /// would most likely be refused too: stop, as a ReplicaSet's slow start does, and retry with
+    /// backoff.
+    creates_refused: bool,
+    /// The first refused pod write, for the Ready condition.
+    refused: Option<PodFailure>,
+    /// The first error of the pass.
+    error: Option<Error>,
+}
+
+impl PassOutcome {
+    /// The value of a step that may fail without stopping the pass: its error is kept (the first
+    /// one only), and the pass goes on without the value.
+    fn keep_going<T>(&mut self, result: Result<Option<T>, Error>) -> Option<T> {
+        result.unwrap_or_else(|e| {
+            self.error.get_or_insert(e);
+            None
+        })
+    }
+
+    /// Adds what carrying out `step` did. `Break` when the namespace is terminating: the pass
+    /// ends there.
+    fn record(&mut self, step: &PodStep, done: Result<Done, Refused>) -> ControlFlow<()> {
+        match done {
+            Ok(Done::Yes) => self.changed = true,
+            Ok(Done::CacheBehind) => self.cache_behind = true,
+            Ok(Done::NamespaceTerminating) => return ControlFlow::Break(()),
+            Err(Refused { failure, error }) => {
+                // A name held by someone else says nothing about the other ordinals.
+                self.creates_refused |= matches!(step, PodStep::Create { .. })
+                    && !matches!(error, Error::PodNameConflict(_));
+                self.refused.get_or_insert(failure);
+                self.error.get_or_insert(error);
+            }
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// The password of this pass, a rotation set on the pods, and Events for both (a refusal only
@@ -572,10 +593,43 @@ struct Refused {
     error: Error,
 }
 
+impl Refused {
+    fn new(reason: &'static str, message: String, error: Error) -> Self {
+        Refused {
+            failure: PodFailure { reason, message },
+            error,
+        }
+    }
+}
+
 impl From<Refused> for Error {
     fn from(refused: Refused) -> Self {
         refused.error
     }
+}
+
+/// A pod write refused in this pass, said in a Warning Event about the pod (with the reason and
+/// message the status will show) and returned for the status and the backoff.
+async fn refuse(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &ObjectReference,
+    pod_name: &str,
+    action: &str,
+    failure: PodFailure,
+    error: Error,
+) -> Refused {
+    publish(
+        ctx,
+        reference,
+        Some(pod_ref(pods, pod_name)),
+        EventType::Warning,
+        failure.reason,
+        action,
+        failure.message.clone(),
+    )
+    .await;
+    Refused { failure, error }
 }
 
 /// What the API server said, without the debug dump kube's error adds around it.
@@ -606,13 +660,7 @@ async fn create_pod(
 ) -> Result<Done, Refused> {
     let Some(pod) = desired_pod(redis, ordinal, spec, hash) else {
         let error = Error::IncompleteObject("name or uid");
-        return Err(Refused {
-            failure: PodFailure {
-                reason: "FailedCreate",
-                message: error.to_string(),
-            },
-            error,
-        });
+        return Err(Refused::new("FailedCreate", error.to_string(), error));
     };
     let pod_name = pod.name_any();
     let params = PostParams {
@@ -647,24 +695,20 @@ async fn create_pod(
             Ok(Done::NamespaceTerminating)
         }
         Err(e) => {
-            let note = refusal("creating", &pod_name, &e);
-            publish(
+            let failure = PodFailure {
+                reason: "FailedCreate",
+                message: refusal("creating", &pod_name, &e),
+            };
+            Err(refuse(
                 ctx,
+                pods,
                 reference,
-                Some(pod_ref(pods, &pod_name)),
-                EventType::Warning,
-                "FailedCreate",
+                &pod_name,
                 "Create",
-                note.clone(),
+                failure,
+                Error::Kube(e),
             )
-            .await;
-            Err(Refused {
-                failure: PodFailure {
-                    reason: "FailedCreate",
-                    message: note,
-                },
-                error: Error::Kube(e),
-            })
+            .await)
         }
     }
 }
@@ -685,13 +729,7 @@ async fn name_taken(
         Ok(list) => list.items.into_iter().next(),
         Err(e) => {
             let note = refusal("reading", pod_name, &e);
-            return Err(Refused {
-                failure: PodFailure {
-                    reason: "FailedCreate",
-                    message: note,
-                },
-                error: Error::Kube(e),
-            });
+            return Err(Refused::new("FailedCreate", note, Error::Kube(e)));
         }
     };
     let uid = redis.metadata.uid.as_deref().unwrap_or_default();
@@ -700,24 +738,12 @@ async fn name_taken(
         None => Ok(Done::CacheBehind),
         Some(pod) if controlled_by(&pod, uid) => Ok(Done::CacheBehind),
         Some(pod) => {
-            let note = conflict_note(pod_name, &pod);
-            publish(
-                ctx,
-                reference,
-                Some(pod_ref(pods, pod_name)),
-                EventType::Warning,
-                "PodNameConflict",
-                "Create",
-                note.clone(),
-            )
-            .await;
-            Err(Refused {
-                failure: PodFailure {
-                    reason: "PodNameConflict",
-                    message: note,
-                },
-                error: Error::PodNameConflict(pod_name.to_owned()),
-            })
+            let failure = PodFailure {
+                reason: "PodNameConflict",
+                message: conflict_note(pod_name, &pod),
+            };
+            let error = Error::PodNameConflict(pod_name.to_owned());
+            Err(refuse(ctx, pods, reference, pod_name, "Create", failure, error).await)
         }
     }
 }
@@ -787,24 +813,20 @@ async fn delete_pod(
             Ok(Done::CacheBehind)
         }
         Err(e) => {
-            let note = refusal("deleting", pod_name, &e);
-            publish(
+            let failure = PodFailure {
+                reason: "FailedDelete",
+                message: refusal("deleting", pod_name, &e),
+            };
+            Err(refuse(
                 ctx,
+                pods,
                 reference,
-                Some(pod_ref(pods, pod_name)),
-                EventType::Warning,
-                "FailedDelete",
+                pod_name,
                 "Delete",
-                note.clone(),
+                failure,
+                Error::Kube(e),
             )
-            .await;
-            Err(Refused {
-                failure: PodFailure {
-                    reason: "FailedDelete",
-                    message: note,
-                },
-                error: Error::Kube(e),
-            })
+            .await)
         }
     }
 }
@@ -943,6 +965,73 @@ mod tests {
         assert!(!controlled_by(&pod_owned_by(Some("other")), "r-uid"));
         assert!(!controlled_by(&pod_owned_by(None), "r-uid"), "kubectl run");
         assert!(!controlled_by(&pod_owned_by(None), ""));
+    }
+
+    #[test]
+    fn a_pass_keeps_the_first_refusal_and_stops_creating_after_a_refused_create() {
+        let create = PodStep::Create { ordinal: 1 };
+        let delete = PodStep::Delete {
+            name: "r-2".into(),
+            uid: None,
+            reason: DeleteReason::ScaleDown,
+        };
+        let refused = |reason, message: &str, error| Refused::new(reason, message.into(), error);
+        let mut pass = PassOutcome::default();
+        assert!(pass.record(&delete, Ok(Done::Yes)).is_continue());
+        assert!(pass.record(&delete, Ok(Done::CacheBehind)).is_continue());
+        let conflict = Error::PodNameConflict("r-1".into());
+        let _ = pass.record(&create, Err(refused("PodNameConflict", "held", conflict)));
+        assert!(
+            !pass.creates_refused,
+            "a name held by someone else says nothing about the other ordinals"
+        );
+        let _ = pass.record(
+            &delete,
+            Err(refused("FailedDelete", "no", Error::IncompleteObject("x"))),
+        );
+        assert!(
+            !pass.creates_refused,
+            "a refused delete does not stop creates"
+        );
+        let _ = pass.record(
+            &create,
+            Err(refused(
+                "FailedCreate",
+                "quota",
+                Error::IncompleteObject("x"),
+            )),
+        );
+        assert!(pass.creates_refused);
+        assert!(pass.changed && pass.cache_behind);
+        assert_eq!(
+            pass.refused.as_ref().map(|f| f.reason),
+            Some("PodNameConflict")
+        );
+        assert!(matches!(pass.error, Some(Error::PodNameConflict(_))));
+        assert!(
+            pass.record(&create, Ok(Done::NamespaceTerminating))
+                .is_break()
+        );
+    }
+
+    #[test]
+    fn a_pass_goes_on_without_a_failed_value_and_keeps_its_error() {
+        let mut pass = PassOutcome::default();
+        assert_eq!(pass.keep_going(Ok(Some(1))), Some(1));
+        assert!(pass.error.is_none());
+        assert_eq!(
+            pass.keep_going::<u8>(Err(Error::IncompleteObject("first"))),
+            None
+        );
+        assert_eq!(
+            pass.keep_going::<u8>(Err(Error::IncompleteObject("second"))),
+            None
+        );
+        assert!(matches!(pass.error, Some(Error::IncompleteObject("first"))));
+        assert!(
+            pass.refused.is_none(),
+            "not a pod write: nothing for the status to say"
+        );
     }
 
     #[test]
