@@ -1,4 +1,5 @@
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// The one error type of the controller crate.
 #[derive(Debug, thiserror::Error)]
@@ -76,13 +77,123 @@ impl Error {
         }
     }
 
-    /// Waiting, not failing: retried soon and logged quietly.
-    pub fn is_waiting(&self) -> bool {
-        self.metric_label() == "pods_remaining"
+    /// How a reconcile that failed with this error is retried.
+    pub fn retry_class(&self) -> RetryClass {
+        match self {
+            Error::PodsRemaining(_) => RetryClass::Waiting,
+            Error::Kube(kube::Error::Api(status))
+            | Error::Child {
+                source: kube::Error::Api(status),
+                ..
+            } => match status.code {
+                409 => RetryClass::Conflict,
+                403 => RetryClass::Forbidden,
+                _ => RetryClass::Transient,
+            },
+            Error::Finalizer(inner) => match inner.as_ref() {
+                kube::runtime::finalizer::Error::ApplyFailed(e)
+                | kube::runtime::finalizer::Error::CleanupFailed(e) => e.retry_class(),
+                _ => RetryClass::Transient,
+            },
+            _ => RetryClass::Transient,
+        }
+    }
+}
+
+/// How a failed reconcile is retried, from what went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryClass {
+    /// Pods still going away: waiting, not failing; looked at again soon and logged quietly.
+    Waiting,
+    /// 409 from the API server: someone else wrote first; retry at once with fresh state.
+    Conflict,
+    /// 403 from the API server (RBAC, a quota, an admission webhook): it lasts until someone
+    /// changes something, so it backs off as [`RetryClass::Transient`] does.
+    Forbidden,
+    /// Anything else (the API server or a redis-server not answering, a pod name held by another
+    /// owner): back off exponentially, per Redis.
+    Transient,
+}
+
+/// The first backoff delay; it doubles with each consecutive failure.
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// The longest backoff: a Redis that keeps failing is still looked at every five minutes.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The delay before retry number `attempt` (1 after the first failure): 0.5 s doubled `attempt`
+/// times, at most [`MAX_BACKOFF`].
+pub fn backoff(attempt: u32) -> Duration {
+    // The exponent is capped so the shift cannot overflow; 2^10 x 0.5 s is past the cap anyway.
+    BACKOFF_BASE
+        .saturating_mul(1 << attempt.min(10))
+        .min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("refused", "Test")
+                .with_code(code)
+                .boxed(),
+        )
     }
 
-    /// A 409 from the API server: someone else wrote first; retry at once with fresh state.
-    pub fn is_conflict(&self) -> bool {
-        self.metric_label() == "conflict"
+    #[test]
+    fn backoff_doubles_from_half_a_second_up_to_five_minutes() {
+        assert_eq!(backoff(0), Duration::from_millis(500));
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(9), Duration::from_secs(256));
+        assert_eq!(backoff(10), MAX_BACKOFF);
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+        assert!((0..40).all(|n| backoff(n) <= backoff(n + 1)));
+    }
+
+    #[test]
+    fn the_retry_class_comes_from_the_error() {
+        assert_eq!(Error::PodsRemaining(2).retry_class(), RetryClass::Waiting);
+        assert_eq!(
+            Error::Kube(api_error(409)).retry_class(),
+            RetryClass::Conflict
+        );
+        assert_eq!(
+            Error::Kube(api_error(403)).retry_class(),
+            RetryClass::Forbidden
+        );
+        assert_eq!(
+            Error::Kube(api_error(500)).retry_class(),
+            RetryClass::Transient
+        );
+        let child = |code| Error::Child {
+            kind: "Service".into(),
+            name: "r".into(),
+            source: api_error(code),
+        };
+        assert_eq!(child(409).retry_class(), RetryClass::Conflict);
+        assert_eq!(child(403).retry_class(), RetryClass::Forbidden);
+        assert_eq!(
+            Error::PodNameConflict("r-0".into()).retry_class(),
+            RetryClass::Transient
+        );
+        let in_finalizer =
+            |e| Error::Finalizer(Box::new(kube::runtime::finalizer::Error::ApplyFailed(e)));
+        assert_eq!(
+            in_finalizer(Error::Kube(api_error(409))).retry_class(),
+            RetryClass::Conflict
+        );
+        assert_eq!(
+            in_finalizer(Error::PodsRemaining(1)).retry_class(),
+            RetryClass::Waiting
+        );
+    }
+
+    #[test]
+    fn metric_labels_stay_low_cardinality() {
+        assert_eq!(Error::Kube(api_error(409)).metric_label(), "conflict");
+        assert_eq!(Error::Kube(api_error(403)).metric_label(), "api");
+        assert_eq!(Error::PodsRemaining(3).metric_label(), "pods_remaining");
     }
 }

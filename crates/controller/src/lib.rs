@@ -9,7 +9,7 @@
 //! - [`terminating`]: namespaces being deleted, learnt from the API server's refusals.
 //! - [`watched`]: Redis objects watched untyped and decoded one by one, so one bad object does
 //!   not stop the others.
-//! - [`reconcile`]: the async shell: finalizer, actions, Events, status writes, requeue policy.
+//! - [`reconcile`]: the async shell: finalizer, pod steps, Events, status writes, requeue policy.
 //! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
 pub mod auth;
@@ -27,4 +27,4 @@ pub mod status;
 pub mod terminating;
 pub mod watched;
 
-pub use error::Error;
+pub use error::{Error, RetryClass, backoff};

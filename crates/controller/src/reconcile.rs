@@ -9,6 +9,7 @@ use crate::replication;
 use crate::status::{PodFailure, desired_status, with_failure};
 use crate::terminating::TerminatingNamespaces;
 use crate::watched;
+use crate::{RetryClass, backoff};
 use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
@@ -33,7 +34,8 @@ const RESYNC: Duration = Duration::from_secs(300);
 /// A create that found the name taken (our cache was behind): look again shortly.
 const CACHE_LAG_RETRY: Duration = Duration::from_secs(1);
 const WAIT_FOR_PODS: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// Someone else wrote first (409): the watch has the newer object by now, or shortly.
+const CONFLICT_RETRY: Duration = Duration::from_millis(200);
 /// A pod refuses the password: look again this often (a fixed Secret or pod also triggers).
 const AUTH_RETRY: Duration = Duration::from_secs(10);
 
@@ -226,7 +228,8 @@ pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>)
             reason: error.metric_label(),
         })
         .inc();
-    if error.is_waiting() {
+    let class = error.retry_class();
+    if class == RetryClass::Waiting {
         tracing::debug!(redis = %redis.name_any(), %error, "waiting");
         return Requeue::requeue(WAIT_FOR_PODS);
     }
@@ -241,13 +244,11 @@ pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>)
         *n = n.saturating_add(1);
         *n
     };
-    if error.is_conflict() {
+    if class == RetryClass::Conflict {
         tracing::debug!(redis = %redis.name_any(), %error, "conflict; retrying with fresh state");
-        return Requeue::requeue(Duration::from_millis(200));
+        return Requeue::requeue(CONFLICT_RETRY);
     }
-    let delay = Duration::from_millis(500)
-        .saturating_mul(1 << attempt.min(10))
-        .min(MAX_BACKOFF);
+    let delay = backoff(attempt);
     tracing::warn!(redis = %redis.name_any(), %error, retry_in = ?delay, "reconcile failed");
     Requeue::requeue(delay)
 }
