@@ -28,6 +28,10 @@ pub enum Error {
     #[error("the Redis has no {0} yet")]
     IncompleteObject(&'static str),
 
+    /// The pod watch ended before it had listed the pods once, so no plan could see them.
+    #[error("the pod watch stopped before the pod cache was filled: {0}")]
+    PodCacheNotSynced(#[source] kube::runtime::reflector::store::WriterDropped),
+
     #[error(
         "the Redis CRD (redis.myapp.tangx.in/v1) is not installed in this cluster ({0}); \
          install it with `kubectl apply -f deploy/crd.yaml` (or the Helm chart)"

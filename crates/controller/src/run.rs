@@ -66,7 +66,7 @@ pub async fn run(
     let pod_watch = tokio::spawn(pod_watch);
     pods.wait_until_ready()
         .await
-        .map_err(|_| Error::IncompleteObject("pod cache"))?;
+        .map_err(Error::PodCacheNotSynced)?;
     // The Services and PodDisruptionBudgets, cached (filled before any reconcile, so a restart
     // re-applies none of them) and watched so one deleted or edited by hand is put back.
     let children = crate::children::watch(&client, cli.namespace.as_deref()).await?;
