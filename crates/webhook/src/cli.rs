@@ -58,13 +58,15 @@ pub struct ServeArgs {
     )]
     pub tls_key_file: PathBuf,
 
-    /// Plain-HTTP address of /metrics, /healthz and /readyz.
+    /// Plain-HTTP address of the operations port: /healthz, /readyz and /metrics. The aliases are
+    /// kubebuilder's names for its metrics and health-probe ports, which here are one port.
     #[arg(
         long,
+        visible_aliases = ["metrics-bind", "metrics-bind-address", "health-probe-bind-address"],
         env = "REDIS_WEBHOOK_METRICS_BIND",
         default_value = "0.0.0.0:8080"
     )]
-    pub metrics_bind: SocketAddr,
+    pub ops_bind: SocketAddr,
 
     /// Names a Redis may not have (comma-separated).
     #[arg(
@@ -127,7 +129,7 @@ impl From<ServeArgs> for Config {
     fn from(args: ServeArgs) -> Self {
         Config {
             bind: args.bind,
-            metrics_bind: args.metrics_bind,
+            ops_bind: args.ops_bind,
             tls_cert_file: args.tls_cert_file,
             tls_key_file: args.tls_key_file,
             policy: Policy {
@@ -157,6 +159,7 @@ impl From<ServeArgs> for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn defaults_match_the_design() {
@@ -164,7 +167,7 @@ mod tests {
         assert!(cli.command.is_none());
         let config = Config::from(cli.serve);
         assert_eq!(config.bind.to_string(), "0.0.0.0:9443");
-        assert_eq!(config.metrics_bind.to_string(), "0.0.0.0:8080");
+        assert_eq!(config.ops_bind.to_string(), "0.0.0.0:8080");
         assert_eq!(config.tls_cert_file, PathBuf::from("certs/tls.crt"));
         assert_eq!(config.tls_key_file, PathBuf::from("certs/tls.key"));
         assert_eq!(config.policy, Policy::default());
@@ -190,6 +193,34 @@ mod tests {
         let policy = Config::from(cli.serve).policy;
         assert_eq!(policy.reserved_names, vec!["a", "b"]);
         assert_eq!((policy.min_port, policy.max_replicas), (7000, 5));
+    }
+
+    #[test]
+    fn the_ops_port_flag_and_each_alias_set_ops_bind() {
+        for flag in [
+            "--ops-bind",
+            "--metrics-bind",
+            "--metrics-bind-address",
+            "--health-probe-bind-address",
+        ] {
+            let cli = Cli::try_parse_from(["redis-webhook", flag, "127.0.0.1:9090"])
+                .unwrap_or_else(|e| panic!("{flag} parses: {e}"));
+            assert_eq!(cli.serve.ops_bind.to_string(), "127.0.0.1:9090", "{flag}");
+            // The `=` form, as the chart and the manifests write it.
+            let cli = Cli::try_parse_from(["redis-webhook", &format!("{flag}=127.0.0.1:9091")])
+                .unwrap_or_else(|e| panic!("{flag}= parses: {e}"));
+            assert_eq!(cli.serve.ops_bind.to_string(), "127.0.0.1:9091", "{flag}=");
+        }
+        // The environment variable keeps its name (deployments may set it).
+        let command = Cli::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "ops_bind")
+            .expect("ops_bind is an argument");
+        assert_eq!(
+            arg.get_env().and_then(|e| e.to_str()),
+            Some("REDIS_WEBHOOK_METRICS_BIND")
+        );
     }
 
     #[test]

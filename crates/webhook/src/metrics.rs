@@ -1,4 +1,4 @@
-//! Prometheus metrics of the webhook, served as text on the plain-HTTP `--metrics-bind` port.
+//! Prometheus metrics of the webhook, served as text on the plain-HTTP `--ops-bind` port.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

@@ -77,7 +77,8 @@ const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub struct Config {
     pub bind: SocketAddr,
-    pub metrics_bind: SocketAddr,
+    /// The operations port: /healthz, /readyz and /metrics, plain HTTP (`--ops-bind`).
+    pub ops_bind: SocketAddr,
     pub tls_cert_file: PathBuf,
     pub tls_key_file: PathBuf,
     pub policy: Policy,
@@ -121,9 +122,9 @@ impl Webhook {
         let admission = TcpListener::bind(config.bind)
             .await
             .map_err(|e| Error::Bind(config.bind, e))?;
-        let operations = TcpListener::bind(config.metrics_bind)
+        let operations = TcpListener::bind(config.ops_bind)
             .await
-            .map_err(|e| Error::Bind(config.metrics_bind, e))?;
+            .map_err(|e| Error::Bind(config.ops_bind, e))?;
         let state = Arc::new(AppState {
             policy: config.policy.clone(),
             metrics: Arc::new(Metrics::default()),
@@ -152,7 +153,7 @@ impl Webhook {
     pub fn operations_addr(&self) -> Result<SocketAddr, Error> {
         self.operations
             .local_addr()
-            .map_err(|e| Error::Bind(self.config.metrics_bind, e))
+            .map_err(|e| Error::Bind(self.config.ops_bind, e))
     }
 
     /// The certificate resolver (tests read the served certificate from it).
@@ -182,7 +183,7 @@ impl Webhook {
         let operations_task = tokio::spawn(async move { operations_server.await });
 
         state.ready.store(true, Ordering::SeqCst);
-        tracing::info!(admission = %config.bind, operations = %config.metrics_bind, "redis-webhook serving");
+        tracing::info!(admission = %config.bind, operations = %config.ops_bind, "redis-webhook serving");
         serve_admission(
             admission,
             acceptor,

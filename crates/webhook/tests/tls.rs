@@ -352,7 +352,7 @@ async fn the_binary_generates_certs_serves_and_exits_0_on_sigterm() {
         .args([
             "--bind",
             &format!("127.0.0.1:{port}"),
-            "--metrics-bind",
+            "--ops-bind",
             &format!("127.0.0.1:{ops_port}"),
         ])
         .arg("--tls-cert-file")
@@ -401,7 +401,7 @@ async fn the_binary_refuses_to_start_without_a_usable_certificate() {
         .args([
             "--bind",
             "127.0.0.1:0",
-            "--metrics-bind",
+            "--ops-bind",
             "127.0.0.1:0",
             "--tls-cert-file",
         ])

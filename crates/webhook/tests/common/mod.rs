@@ -62,7 +62,7 @@ pub fn generate() -> Generated {
 pub fn config(dir: &Path) -> Config {
     Config {
         bind: "127.0.0.1:0".parse().expect("addr"),
-        metrics_bind: "127.0.0.1:0".parse().expect("addr"),
+        ops_bind: "127.0.0.1:0".parse().expect("addr"),
         tls_cert_file: dir.join("tls.crt"),
         tls_key_file: dir.join("tls.key"),
         policy: api::Policy::default(),
