@@ -16,6 +16,8 @@ pub mod auth;
 pub mod children;
 pub mod cli;
 mod error;
+#[cfg(test)]
+mod fixtures;
 pub mod leader;
 pub mod metrics;
 pub mod plan;

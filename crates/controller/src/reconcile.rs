@@ -589,6 +589,7 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
 }
 
 /// A pod write that failed: what the status says about it, and the error to back off on.
+#[derive(Debug)]
 struct Refused {
     failure: PodFailure,
     error: Error,
@@ -641,6 +642,7 @@ fn refusal(doing: &str, pod_name: &str, e: &kube::Error) -> String {
     }
 }
 
+#[derive(Debug)]
 enum Done {
     Yes,
     /// The namespace is terminating: the API refuses new content, and will delete the Redis.
@@ -1032,6 +1034,217 @@ mod tests {
         assert!(
             pass.refused.is_none(),
             "not a pod write: nothing for the status to say"
+        );
+    }
+
+    use crate::fixtures::{self, Exchange, status};
+    use http::Method;
+    use kube::runtime::events::Reporter;
+    use serde_json::{Value, json};
+
+    const PODS: &str = "/api/v1/namespaces/ns/pods";
+    const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+
+    fn redis() -> Redis {
+        serde_json::from_value(json!({
+            "apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+            "metadata": {"name": "cache", "namespace": "ns", "uid": "r-uid"},
+            "spec": {"replicas": 1},
+        }))
+        .expect("redis")
+    }
+
+    fn context(client: Client) -> Context {
+        let (pods, _writer) = kube::runtime::reflector::store::<Pod>();
+        let reporter = Reporter {
+            controller: MANAGER.to_owned(),
+            instance: None,
+        };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Context::new(client, pods, recorder, Arc::new(Metrics::default()))
+    }
+
+    /// `create_pod` of `cache-0` against a fake API server playing `script`: what it returned,
+    /// and the bodies of the requests it made.
+    async fn create_against(script: Vec<Exchange>) -> (Result<Done, Refused>, Vec<Value>) {
+        let (client, server) = fixtures::client();
+        let served = server.serve(script);
+        let ctx = context(client);
+        let redis = redis();
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), "ns");
+        let spec = pod_spec(&redis.spec);
+        let hash = spec_hash(&spec);
+        let reference = redis.object_ref(&());
+        let done = create_pod(&redis, &ctx, &pods, &reference, 0, &spec, &hash).await;
+        drop((ctx, pods));
+        (done, served.verify().await)
+    }
+
+    /// `delete_pod` of `cache-0` (uid `p-uid`) against a fake API server playing `script`.
+    async fn delete_against(script: Vec<Exchange>) -> (Result<Done, Refused>, Vec<Value>) {
+        let (client, server) = fixtures::client();
+        let served = server.serve(script);
+        let ctx = context(client);
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), "ns");
+        let reference = redis().object_ref(&());
+        let done = delete_pod(
+            &ctx,
+            &pods,
+            &reference,
+            "cache-0",
+            Some("p-uid"),
+            "scale down",
+        )
+        .await;
+        drop((ctx, pods));
+        (done, served.verify().await)
+    }
+
+    fn create() -> Exchange {
+        Exchange::expect(Method::POST, PODS).with_query("fieldManager=redis-operator")
+    }
+
+    fn list_by_name() -> Exchange {
+        Exchange::expect(Method::GET, PODS).with_query("fieldSelector=metadata.name%3Dcache-0")
+    }
+
+    fn delete() -> Exchange {
+        Exchange::expect(Method::DELETE, &format!("{PODS}/cache-0"))
+    }
+
+    fn event() -> Exchange {
+        Exchange::expect(Method::POST, EVENTS).echo(201)
+    }
+
+    fn pod_list(pods: Vec<Pod>) -> Value {
+        json!({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods})
+    }
+
+    fn already_exists() -> Value {
+        status(409, "AlreadyExists", "pods \"cache-0\" already exists")
+    }
+
+    /// The Warning Event in `body`: (reason, action, note).
+    fn warning(body: &Value) -> (&str, &str, &str) {
+        assert_eq!(body["type"], "Warning", "{body}");
+        assert_eq!(body["related"]["name"], "cache-0", "{body}");
+        (
+            body["reason"].as_str().unwrap_or_default(),
+            body["action"].as_str().unwrap_or_default(),
+            body["note"].as_str().unwrap_or_default(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_create_refused_409_because_a_foreign_pod_holds_the_name_is_a_name_conflict() {
+        let (done, bodies) = create_against(vec![
+            create().respond(409, already_exists()),
+            list_by_name().respond(200, pod_list(vec![pod_owned_by(Some("rs-uid"))])),
+            event(),
+        ])
+        .await;
+        let Err(Refused { failure, error }) = done else {
+            panic!("not refused: {done:?}");
+        };
+        assert_eq!(failure.reason, "PodNameConflict");
+        assert!(
+            failure.message.contains("ReplicaSet web-7d9"),
+            "{}",
+            failure.message
+        );
+        assert!(matches!(&error, Error::PodNameConflict(name) if name == "cache-0"));
+        assert_eq!(error.retry_class(), RetryClass::Transient, "backs off");
+        assert_eq!(bodies[0]["metadata"]["name"], "cache-0");
+        assert_eq!(
+            warning(&bodies[2]),
+            ("PodNameConflict", "Create", failure.message.as_str())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_create_refused_409_by_our_own_pod_means_the_cache_was_behind() {
+        let mut ours = pod_owned_by(Some("r-uid"));
+        ours.metadata.name = Some("cache-0".into());
+        let (done, _) = create_against(vec![
+            create().respond(409, already_exists()),
+            list_by_name().respond(200, pod_list(vec![ours])),
+        ])
+        .await;
+        assert!(matches!(done, Ok(Done::CacheBehind)), "{done:?}");
+        // Gone by the time we looked: the same.
+        let (done, _) = create_against(vec![
+            create().respond(409, already_exists()),
+            list_by_name().respond(200, pod_list(Vec::new())),
+        ])
+        .await;
+        assert!(matches!(done, Ok(Done::CacheBehind)), "{done:?}");
+    }
+
+    #[tokio::test]
+    async fn a_delete_refused_409_means_a_newer_pod_holds_the_name() {
+        let conflict = status(409, "Conflict", "Precondition failed: UID in precondition");
+        let (done, bodies) = delete_against(vec![delete().respond(409, conflict)]).await;
+        assert!(matches!(done, Ok(Done::CacheBehind)), "{done:?}");
+        assert_eq!(bodies[0]["preconditions"]["uid"], "p-uid");
+    }
+
+    #[tokio::test]
+    async fn a_create_forbidden_403_is_a_failed_create_said_in_an_event_and_backed_off() {
+        let quota = "pods \"cache-0\" is forbidden: exceeded quota: pods, requested: pods=1";
+        let (done, bodies) = create_against(vec![
+            create().respond(403, status(403, "Forbidden", quota)),
+            event(),
+        ])
+        .await;
+        let Err(Refused { failure, error }) = done else {
+            panic!("not refused: {done:?}");
+        };
+        assert_eq!(
+            (failure.reason, failure.message.as_str()),
+            (
+                "FailedCreate",
+                format!("Error creating pod cache-0: {quota}").as_str()
+            )
+        );
+        assert_eq!(error.retry_class(), RetryClass::Forbidden);
+        assert_eq!(
+            warning(&bodies[1]),
+            ("FailedCreate", "Create", failure.message.as_str())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_create_forbidden_because_the_namespace_terminates_ends_the_pass_quietly() {
+        let terminating = "pods \"cache-0\" is forbidden: unable to create new content in \
+                           namespace ns because it is being terminated";
+        let (done, _) = create_against(vec![
+            create().respond(403, status(403, "Forbidden", terminating)),
+        ])
+        .await;
+        assert!(matches!(done, Ok(Done::NamespaceTerminating)), "{done:?}");
+    }
+
+    #[tokio::test]
+    async fn a_delete_forbidden_403_is_a_failed_delete_said_in_an_event() {
+        let rbac =
+            "pods \"cache-0\" is forbidden: User \"system:serviceaccount:x:y\" cannot delete";
+        let (done, bodies) = delete_against(vec![
+            delete().respond(403, status(403, "Forbidden", rbac)),
+            event(),
+        ])
+        .await;
+        let Err(Refused { failure, error }) = done else {
+            panic!("not refused: {done:?}");
+        };
+        assert_eq!(failure.reason, "FailedDelete");
+        assert_eq!(error.retry_class(), RetryClass::Forbidden);
+        assert_eq!(
+            warning(&bodies[1]),
+            (
+                "FailedDelete",
+                "Delete",
+                format!("Error deleting pod cache-0: {rbac}").as_str()
+            )
         );
     }
 
