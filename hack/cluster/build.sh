@@ -6,6 +6,7 @@
 #   helm                                                           (hack/cluster/helm)
 #   kubelet kube-proxy (the real node)                             (hack/cluster/kubernetes)
 #   pause oci-image (the real node's sandbox process, image packer) (hack/cluster/images)
+#   bed-provisioner (the real node's volumes, local directories)   (hack/cluster/provisioner)
 #   cert-manager-crds/ (YAML, not built: cert-manager's Issuer and Certificate CRDs, which the
 #                       e2e suite needs to apply deploy/)             (hack/cluster/cert-manager)
 #
@@ -106,8 +107,15 @@ tool_settings() {
       binaries=(pause oci-image)
       ldflags="-s -w"
       ;;
+    provisioner)
+      # The real node's volume provisioner (local directories, sig-storage's provisioner library).
+      version=$(version_of "$dir" sigs.k8s.io/sig-storage-lib-external-provisioner/v13)
+      packages=(./bed-provisioner)
+      binaries=(bed-provisioner)
+      ldflags="-s -w"
+      ;;
     *)
-      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images cert-manager)"
+      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images provisioner cert-manager)"
       exit 1
       ;;
   esac
@@ -214,7 +222,7 @@ fetch_cert_manager_crds() {
 linked=()
 tools=("$@")
 if ((${#tools[@]} == 0)); then
-  tools=(etcd kwok helm images kubernetes cert-manager)
+  tools=(etcd kwok helm images provisioner kubernetes cert-manager)
 fi
 for tool in "${tools[@]}"; do
   if [[ $tool == cert-manager ]]; then

@@ -11,7 +11,7 @@ log_dir="${state_dir}/logs"
 pki_dir="${state_dir}/pki"
 
 # Components in start order (down.sh stops them in reverse).
-components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet kube-proxy)
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet kube-proxy bed-provisioner)
 
 # The executable each component runs: bin/NAME, or the Debian package's for the runtime.
 component_exe() {

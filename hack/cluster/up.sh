@@ -333,6 +333,14 @@ start kubelet \
   --register-with-taints="${NODE_LABEL}=real:NoSchedule" \
   --v=1
 start kube-proxy --config="${node_dir}/kube-proxy/config.yaml" --v=1
+# Volumes for claims on the real node: directories under .cluster/node/volumes/, as `local`
+# PersistentVolumes (provisioner/main.go), through the default StorageClass bed-local.
+start bed-provisioner \
+  --kubeconfig="${state_dir}/kubeconfig" \
+  --root="${node_dir}/volumes" \
+  --node="${NODE_NAME}" \
+  --provisioner-name=redis-operator.dev/bed-local
+kubectl apply --server-side --field-manager=test-bed -f "${cluster_here}/storageclass.yaml" >/dev/null
 
 wait_until kube-controller-manager 120 curl --silent --fail --insecure --max-time 2 "https://127.0.0.1:${KCM_PORT}/healthz"
 wait_until kube-scheduler 120 curl --silent --fail --insecure --max-time 2 "https://127.0.0.1:${SCHEDULER_PORT}/healthz"

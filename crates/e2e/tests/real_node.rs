@@ -484,3 +484,147 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
     drop(release);
     Ok(())
 }
+
+/// A pod of the Redis image writing to `/data` on a claim, as the operator's pods do.
+fn redis_on_claim(name: &str, claim: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "securityContext": {
+                "runAsNonRoot": true, "runAsUser": 999, "runAsGroup": 999, "fsGroup": 999,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [{
+                "name": "redis",
+                "image": REDIS_IMAGE,
+                "imagePullPolicy": "IfNotPresent",
+                "args": ["redis-server", "--port", "6379", "--protected-mode", "no", "--dir", "/data"],
+                "securityContext": {
+                    "allowPrivilegeEscalation": false,
+                    "capabilities": {"drop": ["ALL"]},
+                    "readOnlyRootFilesystem": true,
+                },
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                "readinessProbe": {"exec": {"command": ["redis-cli", "PING"]}, "periodSeconds": 1},
+            }],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }))
+    .expect("a valid pod")
+}
+
+/// The bed's default StorageClass gives a claim a volume on the real node (a directory made by
+/// `hack/cluster/provisioner`), a Redis in one pod saves into it, and a second pod on the same
+/// claim loads what the first saved; deleting the claim removes the volume.
+#[tokio::test]
+async fn a_claim_on_the_default_storage_class_keeps_redis_data_across_pods() -> Result<(), Error> {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    let cluster = Cluster::connect().await?;
+    node::require_real_node(&cluster).await?;
+    let ns = cluster
+        .namespace_with(
+            "real-claim",
+            NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node(),
+        )
+        .await?;
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "64Mi"}}},
+    }))
+    .expect("a valid claim");
+    claims
+        .create(&PostParams::default(), &claim)
+        .await
+        .context("creating the claim (no storageClassName: the default class)")?;
+    let pods: Api<Pod> = ns.api();
+    let ready_pod = |name: &'static str| {
+        let pods = pods.clone();
+        async move {
+            wait_for(&format!("{name} Ready on its claim"), CONVERGE, || async {
+                let pod = pods.get(name).await.map_err(seen)?;
+                if e2e::pods::is_ready(&pod) {
+                    Ok(pod)
+                } else {
+                    Err(node::describe(std::slice::from_ref(&pod)))
+                }
+            })
+            .await
+        }
+    };
+
+    pods.create(&PostParams::default(), &redis_on_claim("writer", "data"))
+        .await
+        .context("creating writer")?;
+    let writer = ready_pod("writer").await?;
+    assert_eq!(
+        cli(&writer, 6379, &["SET", "kept", "across-pods"]).await?,
+        "OK"
+    );
+    assert_eq!(cli(&writer, 6379, &["SAVE"]).await?, "OK");
+    let bound = claims.get("data").await.context("reading the claim")?;
+    let volume_name = bound
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.clone())
+        .unwrap_or_default();
+    let volume: PersistentVolume = Api::all(cluster.client())
+        .get(&volume_name)
+        .await
+        .context("reading the claim's volume")?;
+    let path = volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.local.as_ref())
+        .map(|l| l.path.clone())
+        .unwrap_or_default();
+    assert!(
+        std::path::Path::new(&path).join("dump.rdb").is_file(),
+        "the save is in the volume's directory on the node ({path})"
+    );
+
+    pods.delete("writer", &Default::default())
+        .await
+        .context("deleting writer")?;
+    wait_for("writer gone", CONVERGE, || async {
+        match pods.get_opt("writer").await.map_err(seen)? {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await?;
+    pods.create(&PostParams::default(), &redis_on_claim("reader", "data"))
+        .await
+        .context("creating reader")?;
+    let reader = ready_pod("reader").await?;
+    assert_eq!(cli(&reader, 6379, &["GET", "kept"]).await?, "across-pods");
+
+    // The class reclaims with Delete: the claim gone, the volume and its directory go too.
+    pods.delete("reader", &Default::default())
+        .await
+        .context("deleting reader")?;
+    claims
+        .delete("data", &Default::default())
+        .await
+        .context("deleting the claim")?;
+    let volumes: Api<PersistentVolume> = Api::all(cluster.client());
+    wait_for("the volume reclaimed", CONVERGE, || async {
+        let left = volumes.get_opt(&volume_name).await.map_err(seen)?;
+        if left.is_none() && !std::path::Path::new(&path).exists() {
+            Ok(())
+        } else {
+            Err(format!(
+                "volume {volume_name}: {:?}, directory exists: {}",
+                left.and_then(|v| v.status).and_then(|s| s.phase),
+                std::path::Path::new(&path).exists()
+            ))
+        }
+    })
+    .await
+}
