@@ -122,10 +122,6 @@ impl PodView {
             name,
         }
     }
-
-    fn serving(&self, hash: &str) -> bool {
-        self.ready && !self.finished && !self.terminating && self.spec_hash.as_deref() == Some(hash)
-    }
 }
 
 /// Why a pod is deleted (said in the event).
@@ -267,26 +263,10 @@ fn held_as_primary(pod: &PodView, pods: &[PodView]) -> bool {
             .any(|p| p.name != pod.name && !p.terminating && !p.finished)
 }
 
-/// Counts for status: pods that exist (not terminating), and of those the Ready ones.
-pub fn counts(pods: &[PodView]) -> (i32, i32) {
-    let live: Vec<_> = pods.iter().filter(|p| !p.terminating).collect();
-    let ready = live.iter().filter(|p| p.ready && !p.finished).count();
-    (
-        i32::try_from(live.len()).unwrap_or(i32::MAX),
-        i32::try_from(ready).unwrap_or(i32::MAX),
-    )
-}
-
-/// Whether the Redis is fully converged: exactly the ordinals 0..replicas exist, all Ready on
-/// the current spec, and nothing else is left.
-pub fn converged(replicas: u32, hash: &str, pods: &[PodView]) -> bool {
-    pods.len() == replicas as usize
-        && (0..replicas).all(|i| pods.iter().any(|p| p.ordinal == Some(i) && p.serving(hash)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::converged;
 
     const H: &str = "current";
 
@@ -563,15 +543,6 @@ mod tests {
                 reason: DeleteReason::ScaleDown
             }]
         );
-    }
-
-    #[test]
-    fn counts_exclude_terminating_pods() {
-        let mut going = pod(2);
-        going.terminating = true;
-        let mut unready = pod(1);
-        unready.ready = false;
-        assert_eq!(counts(&[pod(0), unready, going]), (2, 1));
     }
 
     #[test]

@@ -18,8 +18,8 @@ pub fn desired_status(
     stored: Option<&RedisStatus>,
     now: Time,
 ) -> RedisStatus {
-    let (existing, ready) = plan::counts(pods);
-    let converged = plan::converged(replicas, hash, pods);
+    let (existing, ready) = counts(pods);
+    let converged = converged(replicas, hash, pods);
     let outdated = pods
         .iter()
         .filter(|p| !p.terminating && p.spec_hash.as_deref() != Some(hash))
@@ -82,6 +82,31 @@ pub fn desired_status(
         }],
         ..RedisStatus::default()
     }
+}
+
+/// Counts for status: pods that exist (not terminating), and of those the Ready ones.
+pub fn counts(pods: &[PodView]) -> (i32, i32) {
+    let live: Vec<_> = pods.iter().filter(|p| !p.terminating).collect();
+    let ready = live.iter().filter(|p| p.ready && !p.finished).count();
+    (
+        i32::try_from(live.len()).unwrap_or(i32::MAX),
+        i32::try_from(ready).unwrap_or(i32::MAX),
+    )
+}
+
+/// Whether the Redis is fully converged: exactly the ordinals 0..replicas exist, all Ready on
+/// the current spec, and nothing else is left.
+pub fn converged(replicas: u32, hash: &str, pods: &[PodView]) -> bool {
+    pods.len() == replicas as usize
+        && (0..replicas).all(|i| {
+            pods.iter()
+                .any(|p| p.ordinal == Some(i) && serving(p, hash))
+        })
+}
+
+/// The pod serves the current spec: Ready, running, staying.
+fn serving(pod: &PodView, hash: &str) -> bool {
+    pod.ready && !pod.finished && !pod.terminating && pod.spec_hash.as_deref() == Some(hash)
 }
 
 /// How many live pods are stuck (see [`plan::PodTrouble`]), and the one with the lowest ordinal:
@@ -358,6 +383,15 @@ mod tests {
         assert_eq!(ready_condition(&not_ready).last_transition_time, at(20));
         let still_not = desired_status("r", Some(1), 1, "h", &[], Some(&not_ready), at(30));
         assert_eq!(ready_condition(&still_not).last_transition_time, at(20));
+    }
+
+    #[test]
+    fn counts_exclude_terminating_pods() {
+        let mut going = pod(2, true);
+        going.terminating = true;
+        let mut unready = pod(1, true);
+        unready.ready = false;
+        assert_eq!(counts(&[pod(0, true), unready, going]), (2, 1));
     }
 
     #[test]
