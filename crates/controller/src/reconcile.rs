@@ -6,7 +6,7 @@ use crate::metrics::{Metrics, ReasonLabels};
 use crate::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
 use crate::replication;
-use crate::status::{PodFailure, desired_status, with_failure};
+use crate::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::terminating::TerminatingNamespaces;
 use crate::watched;
 use crate::{RetryClass, backoff};
@@ -361,15 +361,15 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
 
     let stored = redis.status.as_ref();
     let status = with_failure(
-        desired_status(
-            name,
-            redis.metadata.generation,
+        desired_status(StatusInput {
+            redis_name: name,
+            generation: redis.metadata.generation,
             replicas,
-            &hash,
-            &views,
+            hash: &hash,
+            pods: &views,
             stored,
-            now(),
-        ),
+            now: now(),
+        }),
         pass.refused.as_ref(),
     );
     let status = crate::status::with_replication(status, replication.as_ref(), stored, now());

@@ -7,17 +7,34 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 pub const READY: &str = "Ready";
 
-/// The status for `pods`, given the stored one (whose `Ready` transition time is kept while the
-/// condition's status does not change) and the time to stamp a transition with.
-pub fn desired_status(
-    redis_name: &str,
-    generation: Option<i64>,
-    replicas: u32,
-    hash: &str,
-    pods: &[PodView],
-    stored: Option<&RedisStatus>,
-    now: Time,
-) -> RedisStatus {
+/// What the status of one Redis is computed from.
+#[derive(Debug, Clone)]
+pub struct StatusInput<'a> {
+    pub redis_name: &'a str,
+    /// `metadata.generation` of the Redis: the spec the status speaks of.
+    pub generation: Option<i64>,
+    pub replicas: u32,
+    /// The spec hash the pods should carry.
+    pub hash: &'a str,
+    pub pods: &'a [PodView],
+    /// The status stored now, whose `Ready` transition time is kept while the condition's
+    /// status does not change.
+    pub stored: Option<&'a RedisStatus>,
+    /// The time to stamp a transition with.
+    pub now: Time,
+}
+
+/// The status `input.pods` amount to.
+pub fn desired_status(input: StatusInput<'_>) -> RedisStatus {
+    let StatusInput {
+        redis_name,
+        generation,
+        replicas,
+        hash,
+        pods,
+        stored,
+        now,
+    } = input;
     let (existing, ready) = counts(pods);
     let converged = converged(replicas, hash, pods);
     let outdated = pods
@@ -239,6 +256,19 @@ mod tests {
         Time(k8s_openapi::jiff::Timestamp::from_second(secs).expect("time"))
     }
 
+    /// Redis `r` at generation 1, pods on spec `h`, no stored status, at time 10.
+    fn input(replicas: u32, pods: &[PodView]) -> StatusInput<'_> {
+        StatusInput {
+            redis_name: "r",
+            generation: Some(1),
+            replicas,
+            hash: "h",
+            pods,
+            stored: None,
+            now: at(10),
+        }
+    }
+
     fn ready_condition(s: &RedisStatus) -> &Condition {
         s.conditions
             .iter()
@@ -248,15 +278,10 @@ mod tests {
 
     #[test]
     fn converged_is_ready_with_counts_and_selector() {
-        let s = desired_status(
-            "r",
-            Some(4),
-            2,
-            "h",
-            &[pod(0, true), pod(1, true)],
-            None,
-            at(10),
-        );
+        let s = desired_status(StatusInput {
+            generation: Some(4),
+            ..input(2, &[pod(0, true), pod(1, true)])
+        });
         assert_eq!((s.replicas, s.ready_replicas), (2, 2));
         assert_eq!(s.observed_generation, Some(4));
         assert_eq!(
@@ -277,7 +302,7 @@ mod tests {
             reason: "FailedCreate",
             message: "creating pod r-1: exceeded quota".into(),
         };
-        let scaling = desired_status("r", Some(1), 2, "h", &[pod(0, true)], None, at(10));
+        let scaling = desired_status(input(2, &[pod(0, true)]));
         let failed = with_failure(scaling.clone(), Some(&failure));
         let c = ready_condition(&failed);
         assert_eq!(
@@ -286,22 +311,17 @@ mod tests {
         );
         assert_eq!(failed.replicas, scaling.replicas);
         assert_eq!(with_failure(scaling.clone(), None), scaling);
-        let converged = desired_status("r", Some(1), 1, "h", &[pod(0, true)], None, at(10));
+        let converged = desired_status(input(1, &[pod(0, true)]));
         assert_eq!(with_failure(converged.clone(), Some(&failure)), converged);
     }
 
     #[test]
     fn reasons_say_what_is_going_on() {
         let reason = |replicas, pods: &[PodView]| {
-            ready_condition(&desired_status(
-                "r",
-                Some(1),
-                replicas,
-                "h",
-                pods,
-                None,
-                at(0),
-            ))
+            ready_condition(&desired_status(StatusInput {
+                now: at(0),
+                ..input(replicas, pods)
+            }))
             .reason
             .clone()
         };
@@ -325,19 +345,14 @@ mod tests {
             }),
             ..pod(i, false)
         };
-        let s = desired_status(
-            "r",
-            Some(1),
+        let s = desired_status(input(
             3,
-            "h",
             &[
                 stuck(2, "ImagePullBackOff"),
                 pod(0, true),
                 stuck(1, "ImagePullBackOff"),
             ],
-            None,
-            at(10),
-        );
+        ));
         let c = ready_condition(&s);
         assert_eq!(
             (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
@@ -352,23 +367,19 @@ mod tests {
             terminating: true,
             ..stuck(1, "CrashLoopBackOff")
         };
-        let s = desired_status(
-            "r",
-            Some(1),
-            1,
-            "h",
-            &[pod(0, false), leaving],
-            None,
-            at(10),
-        );
+        let s = desired_status(input(1, &[pod(0, false), leaving]));
         assert_eq!(ready_condition(&s).reason, "PodsNotReady");
     }
 
     #[test]
     fn the_same_state_gives_the_same_status_so_nothing_is_written() {
         let pods = [pod(0, true), pod(1, true)];
-        let first = desired_status("r", Some(1), 2, "h", &pods, None, at(10));
-        let again = desired_status("r", Some(1), 2, "h", &pods, Some(&first), at(99));
+        let first = desired_status(input(2, &pods));
+        let again = desired_status(StatusInput {
+            stored: Some(&first),
+            now: at(99),
+            ..input(2, &pods)
+        });
         assert_eq!(
             first, again,
             "the transition time is kept while Ready does not change"
@@ -377,11 +388,18 @@ mod tests {
 
     #[test]
     fn transition_time_moves_only_when_ready_flips() {
-        let ready = desired_status("r", Some(1), 1, "h", &[pod(0, true)], None, at(10));
-        let not_ready =
-            desired_status("r", Some(1), 1, "h", &[pod(0, false)], Some(&ready), at(20));
+        let ready = desired_status(input(1, &[pod(0, true)]));
+        let not_ready = desired_status(StatusInput {
+            stored: Some(&ready),
+            now: at(20),
+            ..input(1, &[pod(0, false)])
+        });
         assert_eq!(ready_condition(&not_ready).last_transition_time, at(20));
-        let still_not = desired_status("r", Some(1), 1, "h", &[], Some(&not_ready), at(30));
+        let still_not = desired_status(StatusInput {
+            stored: Some(&not_ready),
+            now: at(30),
+            ..input(1, &[])
+        });
         assert_eq!(ready_condition(&still_not).last_transition_time, at(20));
     }
 
