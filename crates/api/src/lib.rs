@@ -6,10 +6,12 @@
 //! - §1 defaults (filled by the mutating webhook): [`defaults`].
 //! - §2 admission rules (validating webhook): [`validation`].
 //! - §3 pod names, labels and the selector: [`pods`].
+//! - §3c persistence (claims, retention, sizes): [`storage`].
 
 pub mod crd;
 pub mod defaults;
 pub mod pods;
+pub mod storage;
 pub mod types;
 pub mod validation;
 
