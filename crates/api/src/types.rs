@@ -73,8 +73,7 @@ use serde::{Deserialize, Serialize};
 pub struct RedisSpec {
     /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1). Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`. At most 10000 (the admission webhook may allow fewer, by default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    // The ceiling is api::validation::SCHEMA_MAX_REPLICAS (a test checks they agree).
-    #[schemars(range(min = 0, max = 10000))]
+    #[schemars(range(min = 0, max = crate::validation::SCHEMA_MAX_REPLICAS))]
     pub replicas: Option<i32>,
 
     /// Container image that runs redis-server, e.g. "redis:7.2-alpine". Must be a valid image reference. Defaults to "redis:7.2-alpine".
@@ -84,7 +83,10 @@ pub struct RedisSpec {
 
     /// TCP port redis-server listens on inside each pod (`redis-server --port <port>`), also the containerPort and the port the probes use. 1234..54321 (the admission webhook may require more, by default >= 6379). Defaults to 6379.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1234, max = 54321))]
+    #[schemars(range(
+        min = crate::validation::SCHEMA_MIN_PORT,
+        max = crate::validation::SCHEMA_MAX_PORT
+    ))]
     pub port: Option<i32>,
 
     /// When the kubelet pulls the image: Always, IfNotPresent or Never. Defaults to IfNotPresent.
@@ -262,6 +264,26 @@ mod tests {
             "metadata": {"name": "my-op-redis", "namespace": "default"},
             "spec": {"replicas": 2, "image": "redis:5-alpine", "port": 8333}
         })
+    }
+
+    #[test]
+    fn the_schema_bounds_and_their_descriptions_come_from_the_validation_constants() {
+        use crate::validation::{SCHEMA_MAX_PORT, SCHEMA_MAX_REPLICAS, SCHEMA_MIN_PORT};
+        let schema = serde_json::to_value(schemars::schema_for!(RedisSpec)).expect("schema");
+        let props = &schema["properties"];
+        assert_eq!(props["port"]["minimum"], json!(SCHEMA_MIN_PORT));
+        assert_eq!(props["port"]["maximum"], json!(SCHEMA_MAX_PORT));
+        assert_eq!(props["replicas"]["maximum"], json!(SCHEMA_MAX_REPLICAS));
+        // A doc comment cannot name a constant: the prose is checked against it instead.
+        let says = |field: &str, text: String| {
+            let description = props[field]["description"].as_str().unwrap_or_default();
+            assert!(
+                description.contains(&text),
+                "{field}: {description:?} lacks {text:?}"
+            );
+        };
+        says("port", format!("{SCHEMA_MIN_PORT}..{SCHEMA_MAX_PORT}"));
+        says("replicas", format!("At most {SCHEMA_MAX_REPLICAS} "));
     }
 
     #[test]

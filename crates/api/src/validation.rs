@@ -19,15 +19,15 @@ use std::time::Duration;
 pub const MAX_NAME_LENGTH: usize = 63;
 /// Characters the API server appends to `metadata.generateName`.
 const GENERATED_SUFFIX_LENGTH: usize = 5;
-/// The schema's port bounds (the tutorial's markers), repeated here so callers other than the
-/// API server get the same answer.
+/// The port bounds (the tutorial's markers): the CRD schema's `spec.port` minimum and maximum
+/// are generated from these (see `types::RedisSpec`), and the webhook checks the same ones.
 pub const SCHEMA_MIN_PORT: i32 = 1234;
 pub const SCHEMA_MAX_PORT: i32 = 54321;
-/// The schema's hard ceiling on `spec.replicas`, enforced by the API server even when the
-/// webhook is bypassed (down with `failurePolicy: Ignore`, or a write it is not sent). It bounds
-/// what the controller can be asked to plan: 100x the webhook's default `--max-replicas`, so
-/// no policy a user would choose is capped by it, yet `kubectl scale --replicas=2147483647`
-/// cannot make the planner build billions of actions.
+/// The schema's hard ceiling on `spec.replicas` (generated from this, as the port bounds are),
+/// enforced by the API server even when the webhook is bypassed (down with `failurePolicy:
+/// Ignore`, or a write it is not sent). It bounds what the controller can be asked to plan: 100x
+/// the webhook's default `--max-replicas`, so no policy a user would choose is capped by it, yet
+/// `kubectl scale --replicas=2147483647` cannot make the planner build billions of pod steps.
 pub const SCHEMA_MAX_REPLICAS: i32 = 10_000;
 /// Bounds of `spec.replication.failoverAfter`: shorter fails over on a blip (a slow probe, a
 /// GC pause); longer leaves writes down for longer than anyone would choose.
