@@ -26,6 +26,7 @@ pub mod reconcile;
 pub mod replication;
 pub mod run;
 pub mod status;
+pub mod storage;
 pub mod terminating;
 pub mod watched;
 
