@@ -16,13 +16,16 @@ pub struct Cli {
     #[arg(long, env = "REDIS_CONTROLLER_NAMESPACE")]
     pub namespace: Option<String>,
 
-    /// Plain-HTTP address of /metrics, /healthz and /readyz.
+    /// Plain-HTTP address of the operations port: /healthz, /readyz and /metrics. The aliases are
+    /// the flag's old name and kubebuilder's names for its metrics and health-probe ports, which
+    /// here are one port.
     #[arg(
         long,
+        visible_aliases = ["metrics-bind", "metrics-bind-address", "health-probe-bind-address"],
         env = "REDIS_CONTROLLER_METRICS_BIND",
         default_value = "0.0.0.0:8080"
     )]
-    pub metrics_bind: SocketAddr,
+    pub ops_bind: SocketAddr,
 
     /// Run only while holding a coordination.k8s.io Lease, so several replicas can run with one active.
     #[arg(long, env = "REDIS_CONTROLLER_LEADER_ELECT")]
@@ -71,15 +74,44 @@ impl Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn defaults() {
         let cli = Cli::try_parse_from(["redis-controller"]).expect("parses");
         assert_eq!(cli.namespace, None);
-        assert_eq!(cli.metrics_bind.to_string(), "0.0.0.0:8080");
+        assert_eq!(cli.ops_bind.to_string(), "0.0.0.0:8080");
         assert!(!cli.leader_elect);
         assert_eq!(cli.lease_namespace(None), "default");
         assert_eq!(cli.lease_namespace(Some("ops".into())), "ops");
+    }
+
+    #[test]
+    fn the_ops_port_flag_and_each_alias_set_ops_bind() {
+        for flag in [
+            "--ops-bind",
+            "--metrics-bind",
+            "--metrics-bind-address",
+            "--health-probe-bind-address",
+        ] {
+            let cli = Cli::try_parse_from(["redis-controller", flag, "127.0.0.1:9090"])
+                .unwrap_or_else(|e| panic!("{flag} parses: {e}"));
+            assert_eq!(cli.ops_bind.to_string(), "127.0.0.1:9090", "{flag}");
+            // The `=` form, as the chart and the manifests write it.
+            let cli = Cli::try_parse_from(["redis-controller", &format!("{flag}=127.0.0.1:9091")])
+                .unwrap_or_else(|e| panic!("{flag}= parses: {e}"));
+            assert_eq!(cli.ops_bind.to_string(), "127.0.0.1:9091", "{flag}=");
+        }
+        // The environment variable keeps its name (deployments may set it).
+        let command = Cli::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "ops_bind")
+            .expect("ops_bind is an argument");
+        assert_eq!(
+            arg.get_env().and_then(|e| e.to_str()),
+            Some("REDIS_CONTROLLER_METRICS_BIND")
+        );
     }
 
     #[test]

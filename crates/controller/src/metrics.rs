@@ -1,4 +1,4 @@
-//! Prometheus metrics of the controller (served as text on `--metrics-bind`).
+//! Prometheus metrics of the controller (served as text on the operations port, `--ops-bind`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

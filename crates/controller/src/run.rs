@@ -40,7 +40,7 @@ pub async fn run(
 
     let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(AtomicBool::new(false));
-    let ops = serve_operations(cli.metrics_bind, metrics.clone(), ready.clone()).await?;
+    let ops = serve_operations(cli.ops_bind, metrics.clone(), ready.clone()).await?;
 
     // The pod cache fills before any reconcile, so the first plans see the pods that exist
     // (a restarted controller creates no duplicates and wastes no writes). This task drives the
