@@ -39,6 +39,16 @@ pub enum Error {
     Manifest { path: PathBuf, reason: String },
 }
 
+impl Error {
+    /// A [`Error::Process`]: `what` was being done, `reason` is why it failed.
+    pub fn process(what: impl Into<String>, reason: impl ToString) -> Self {
+        Error::Process {
+            what: what.into(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{self}")?;

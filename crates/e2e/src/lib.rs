@@ -12,6 +12,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bench;
 mod cluster;
 mod crd;
 mod error;

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use clap::{Parser, ValueEnum};
+use e2e::bench::{ProfileArg, load_average, progress, secs};
 use e2e::node::{self, REDIS_IMAGE};
-use e2e::operator::{Operator, PROFILE_ENV};
+use e2e::operator::Operator;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams, PostParams};
@@ -76,9 +77,8 @@ struct Args {
     #[arg(long)]
     no_sentinel: bool,
 
-    /// Build profile of the operator binaries (target/<profile>/redis-controller, redis-webhook).
-    #[arg(long, env = PROFILE_ENV, default_value = "release", value_parser = ["release", "debug"])]
-    profile: String,
+    #[command(flatten)]
+    profile: ProfileArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -89,69 +89,14 @@ enum Kill {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    // The harness finds the binaries through E2E_PROFILE; a process cannot safely change its
-    // own environment, so run again with it set.
-    if std::env::var(PROFILE_ENV).ok().as_deref() != Some(args.profile.as_str()) {
-        return run_again_with_profile(&args.profile);
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("bench-failover: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let outcome = runtime.block_on(async {
-        tokio::select! {
-            outcome = bench(&args) => outcome,
-            _ = tokio::signal::ctrl_c() => Err(failure("bench-failover", "interrupted")),
-        }
-    });
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bench-failover: {e:?}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run_again_with_profile(profile: &str) -> ExitCode {
-    let status = std::env::current_exe().and_then(|exe| {
-        Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env(PROFILE_ENV, profile)
-            .status()
-    });
-    match status {
-        Ok(status) => status
-            .code()
-            .and_then(|c| u8::try_from(c).ok())
-            .map_or(ExitCode::FAILURE, ExitCode::from),
-        Err(e) => {
-            eprintln!("bench-failover: cannot run again with {PROFILE_ENV}={profile}: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn failure(what: impl Into<String>, reason: impl ToString) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.to_string(),
-    }
-}
-
-fn progress(message: impl std::fmt::Display) {
-    eprintln!("bench: {message}");
+    e2e::bench::main("bench-failover", &args.profile, || async {
+        bench(&args).await.map(|()| ExitCode::SUCCESS)
+    })
 }
 
 async fn bench(args: &Args) -> Result<(), Error> {
     let failover_after = api::defaults::parse_duration(&args.failover_after)
-        .map_err(|e| failure("--failover-after", e))?;
+        .map_err(|e| Error::process("--failover-after", e))?;
     println!("== bench-failover ==");
     println!(
         "{} CPUs, load average {}; {} rounds per setup, failover after {} (sentinel \
@@ -250,7 +195,48 @@ impl Part {
         times
     }
 
-    fn finish(&mut self, acked: usize, lost: usize, refused_total: usize) {
+    /// `rounds` failovers, each by `round` from the current primary and the acknowledged keys
+    /// missing so far, a second apart, until one fails: the last primary, and the acknowledged
+    /// keys missing on it.
+    async fn run_rounds<P>(
+        &mut self,
+        rounds: u32,
+        mut primary: P,
+        mut round: impl AsyncFnMut(&P, &BTreeSet<u64>) -> Result<(Round, P, BTreeSet<u64>), Error>,
+    ) -> (P, BTreeSet<u64>) {
+        let mut missing_before = BTreeSet::new();
+        for _ in 0..rounds {
+            match round(&primary, &missing_before).await {
+                Ok((done, next, missing_now)) => {
+                    self.record(done);
+                    primary = next;
+                    missing_before = missing_now;
+                }
+                Err(e) => {
+                    println!("round {}: {e:?}", self.rounds.len() + 1);
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        (primary, missing_before)
+    }
+
+    /// The part's figures: `acked` writes acknowledged, of which `lost` missing on the last
+    /// primary `on` (when it cannot be checked: the `missing_before` of the last round),
+    /// `refused_total` writes refused or failed over the whole run.
+    fn finish(
+        &mut self,
+        on: &str,
+        acked: usize,
+        lost: Result<usize, String>,
+        missing_before: usize,
+        refused_total: usize,
+    ) {
+        let lost = lost.unwrap_or_else(|e| {
+            println!("final check on {on}: {e}");
+            missing_before
+        });
         self.acked = acked;
         self.lost = lost;
         self.refused_total = refused_total;
@@ -290,17 +276,6 @@ fn median(sorted: &[Duration]) -> Option<Duration> {
         n if n % 2 == 1 => Some(sorted[n / 2]),
         n => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2),
     }
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:.2} s", d.as_secs_f64())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,7 +570,7 @@ async fn operator_part(args: &Args) -> Result<Part, Error> {
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context(format!("creating Redis {NAME}"))?;
-    let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = service_ip(&ns).await?;
     let what = match args.kill {
         Kill::Process => "redis-server SIGKILLed (kubelet restarts it)",
@@ -611,33 +586,17 @@ async fn operator_part(args: &Args) -> Result<Part, Error> {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let pods: Api<Pod> = ns.api();
-    let mut missing_before = BTreeSet::new();
-    for _ in 0..args.rounds {
-        match operator_round(args.kill, &pods, &ns, &writer, &primary, &missing_before).await {
-            Ok((round, next, missing_now)) => {
-                part.record(round);
-                primary = next;
-                missing_before = missing_now;
-            }
-            Err(e) => {
-                println!("round {}: {e:?}", part.rounds.len() + 1);
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let (primary, missing_before) = part
+        .run_rounds(args.rounds, primary, async |primary, missing_before| {
+            operator_round(args.kill, &pods, &ns, &writer, primary, missing_before).await
+        })
+        .await;
     let (acked, failed) = writer.stop().await;
     let lost = match primary_ip(&pods, &primary).await {
         Ok(ip) => missing(&ip, PORT, &acked).await.map(|m| m.len()),
         Err(e) => Err(e),
     };
-    match lost {
-        Ok(lost) => part.finish(acked.len(), lost, failed),
-        Err(e) => {
-            println!("final check on {primary}: {e}");
-            part.finish(acked.len(), missing_before.len(), failed);
-        }
-    }
+    part.finish(&primary, acked.len(), lost, missing_before.len(), failed);
     progress(format!("deleting namespace {}", ns.name()));
     drop(operator);
     drop(ns);
@@ -667,12 +626,12 @@ async fn operator_round(
     let ip = node::pod_ip(&victim).unwrap_or_default().to_owned();
     let victim_id = run_id(&ip, PORT)
         .await
-        .map_err(|e| failure(format!("run_id of {primary}"), e))?;
+        .map_err(|e| Error::process(format!("run_id of {primary}"), e))?;
     let pid = match kill {
         Kill::Process => Some(
             node::container_pid(&victim, "redis")
                 .await
-                .map_err(|e| failure(format!("finding {primary}'s redis-server"), e))?,
+                .map_err(|e| Error::process(format!("finding {primary}'s redis-server"), e))?,
         ),
         Kill::Pod => None,
     };
@@ -681,7 +640,7 @@ async fn operator_round(
     match pid {
         Some(pid) => node::signal(pid, "KILL")
             .await
-            .map_err(|e| failure(format!("killing {primary}'s redis-server"), e))?,
+            .map_err(|e| Error::process(format!("killing {primary}'s redis-server"), e))?,
         None => {
             pods.delete(primary, &DeleteParams::default().grace_period(0))
                 .await
@@ -694,10 +653,10 @@ async fn operator_round(
     let keys = writer.acked_keys();
     let ip = primary_ip(pods, &next)
         .await
-        .map_err(|e| failure("the new primary", e))?;
+        .map_err(|e| Error::process("the new primary", e))?;
     let missing_now = missing(&ip, PORT, &keys)
         .await
-        .map_err(|e| failure("checking acknowledged writes", e))?;
+        .map_err(|e| Error::process("checking acknowledged writes", e))?;
     let round = Round {
         victim: primary.to_owned(),
         successor: next.clone(),
@@ -779,10 +738,10 @@ fn spawn(program: &str, config: &std::path::Path, log: PathBuf) -> Result<Child,
         .create(true)
         .append(true)
         .open(&log)
-        .map_err(|e| failure(format!("creating {}", log.display()), e))?;
+        .map_err(|e| Error::process(format!("creating {}", log.display()), e))?;
     let err = out
         .try_clone()
-        .map_err(|e| failure(format!("opening {}", log.display()), e))?;
+        .map_err(|e| Error::process(format!("opening {}", log.display()), e))?;
     Command::new(program)
         .arg(config)
         .stdin(Stdio::null())
@@ -790,7 +749,7 @@ fn spawn(program: &str, config: &std::path::Path, log: PathBuf) -> Result<Child,
         .stderr(err)
         .spawn()
         .map_err(|e| {
-            failure(
+            Error::process(
                 format!("starting {program} (hack/cluster/node/packages.sh installs it)"),
                 e,
             )
@@ -798,7 +757,7 @@ fn spawn(program: &str, config: &std::path::Path, log: PathBuf) -> Result<Child,
 }
 
 fn write_file(path: &std::path::Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|e| failure(format!("writing {}", path.display()), e))
+    std::fs::write(path, text).map_err(|e| Error::process(format!("writing {}", path.display()), e))
 }
 
 /// Six distinct free ports on 127.0.0.1.
@@ -813,7 +772,10 @@ fn free_ports(n: usize) -> Result<Vec<u16>, Error> {
             return Ok(ports);
         }
     }
-    Err(failure("finding free ports", "the same ports came back"))
+    Err(Error::process(
+        "finding free ports",
+        "the same ports came back",
+    ))
 }
 
 impl SentinelBed {
@@ -828,7 +790,7 @@ impl SentinelBed {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
-            .map_err(|e| failure(format!("creating {}", dir.display()), e))?;
+            .map_err(|e| Error::process(format!("creating {}", dir.display()), e))?;
         let ports = free_ports(6)?;
         let (server_ports, sentinel_ports) = ports.split_at(3);
         let mut bed = SentinelBed {
@@ -841,7 +803,7 @@ impl SentinelBed {
         for (i, port) in server_ports.iter().enumerate() {
             let data = dir.join(format!("server-{i}"));
             std::fs::create_dir_all(&data)
-                .map_err(|e| failure(format!("creating {}", data.display()), e))?;
+                .map_err(|e| Error::process(format!("creating {}", data.display()), e))?;
             let replica_of = if i == 0 {
                 String::new()
             } else {
@@ -907,7 +869,7 @@ impl SentinelBed {
         self.servers
             .iter()
             .position(|s| s.port == port)
-            .ok_or_else(|| failure("the sentinels' master", format!("unknown port {port}")))
+            .ok_or_else(|| Error::process("the sentinels' master", format!("unknown port {port}")))
     }
 
     /// Waits until the three sentinels agree on a master (other than port `not`), know each
@@ -993,7 +955,7 @@ async fn sentinel_part(args: &Args, down_after: Duration, restart: Restart) -> R
         restart.describe()
     ));
     let mut bed = SentinelBed::start(down_after, restart)?;
-    let mut master = bed.wait_replicating(None).await?;
+    let master = bed.wait_replicating(None).await?;
     let mut part = Part::new(format!("sentinel, {}", restart.describe()));
     let writer = Writer::start(
         Target::Sentinels {
@@ -1002,29 +964,20 @@ async fn sentinel_part(args: &Args, down_after: Duration, restart: Restart) -> R
         Duration::from_millis(args.write_interval_ms),
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let mut missing_before = BTreeSet::new();
-    for _ in 0..args.rounds {
-        match sentinel_round(&mut bed, restart, &writer, master, &missing_before).await {
-            Ok((round, next, missing_now)) => {
-                part.record(round);
-                master = next;
-                missing_before = missing_now;
-            }
-            Err(e) => {
-                println!("round {}: {e:?}", part.rounds.len() + 1);
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let (master, missing_before) = part
+        .run_rounds(args.rounds, master, async |master, missing_before| {
+            sentinel_round(&mut bed, restart, &writer, *master, missing_before).await
+        })
+        .await;
     let (acked, failed) = writer.stop().await;
-    match missing("127.0.0.1", master, &acked).await {
-        Ok(lost) => part.finish(acked.len(), lost.len(), failed),
-        Err(e) => {
-            println!("final check on 127.0.0.1:{master}: {e}");
-            part.finish(acked.len(), missing_before.len(), failed);
-        }
-    }
+    let lost = missing("127.0.0.1", master, &acked).await.map(|m| m.len());
+    part.finish(
+        &format!("127.0.0.1:{master}"),
+        acked.len(),
+        lost,
+        missing_before.len(),
+        failed,
+    );
     drop(bed);
     Ok(part)
 }
@@ -1039,7 +992,7 @@ async fn sentinel_round(
     let victim = bed.index_of(master)?;
     let victim_id = run_id("127.0.0.1", master)
         .await
-        .map_err(|e| failure(format!("run_id of 127.0.0.1:{master}"), e))?;
+        .map_err(|e| Error::process(format!("run_id of 127.0.0.1:{master}"), e))?;
     progress(format!("killing the master 127.0.0.1:{master}"));
     let killed = Instant::now();
     bed.kill_server(victim);
@@ -1068,7 +1021,7 @@ async fn sentinel_round(
     let keys = writer.acked_keys();
     let missing_now = missing("127.0.0.1", next, &keys)
         .await
-        .map_err(|e| failure("checking acknowledged writes", e))?;
+        .map_err(|e| Error::process("checking acknowledged writes", e))?;
     let round = Round {
         victim: format!("127.0.0.1:{master}"),
         successor: format!("127.0.0.1:{next}"),
