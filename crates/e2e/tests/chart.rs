@@ -709,30 +709,8 @@ async fn certificates(
         .map(|(k, v)| (k, v.0))
         .collect();
     let client = cluster.client();
-    let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone())
-        .get(&name)
-        .await
-        .context("reading the MutatingWebhookConfiguration")?;
-    let validating = Api::<ValidatingWebhookConfiguration>::all(client)
-        .get(&name)
-        .await
-        .context("reading the ValidatingWebhookConfiguration")?;
-    let mutating_ca = mutating
-        .webhooks
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|w| w.client_config.ca_bundle)
-        .map(|b| b.0)
-        .next()
-        .unwrap_or_default();
-    let validating_ca = validating
-        .webhooks
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|w| w.client_config.ca_bundle)
-        .map(|b| b.0)
-        .next()
-        .unwrap_or_default();
+    let mutating_ca = webhook_ca::<MutatingWebhookConfiguration>(&client, &name).await?;
+    let validating_ca = webhook_ca::<ValidatingWebhookConfiguration>(&client, &name).await?;
     Ok(Certificates {
         secret,
         mutating_ca,
@@ -905,55 +883,65 @@ impl CertManager {
         // Inject: the CA goes where the annotation asks for this Certificate's.
         let wanted = format!("{}/{name}", ns.name());
         let client = cluster.client();
-        inject_ca(
-            &Api::<MutatingWebhookConfiguration>::all(client.clone()),
-            name,
-            &wanted,
-            &ca,
-            |config| {
-                config
-                    .webhooks
-                    .iter_mut()
-                    .flatten()
-                    .map(|w| &mut w.client_config)
-                    .collect()
-            },
-        )
-        .await?;
-        inject_ca(
-            &Api::<ValidatingWebhookConfiguration>::all(client),
-            name,
-            &wanted,
-            &ca,
-            |config| {
-                config
-                    .webhooks
-                    .iter_mut()
-                    .flatten()
-                    .map(|w| &mut w.client_config)
-                    .collect()
-            },
-        )
-        .await
+        inject_ca::<MutatingWebhookConfiguration>(&client, name, &wanted, &ca).await?;
+        inject_ca::<ValidatingWebhookConfiguration>(&client, name, &wanted, &ca).await
     }
+}
+
+/// A Mutating- or ValidatingWebhookConfiguration: where its webhooks are called.
+trait WebhookConfiguration:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + serde::Serialize
+    + std::fmt::Debug
+{
+    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig>;
+}
+
+macro_rules! webhook_configuration {
+    ($($kind:ty),*) => {$(
+        impl WebhookConfiguration for $kind {
+            fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig> {
+                self.webhooks
+                    .iter_mut()
+                    .flatten()
+                    .map(|w| &mut w.client_config)
+                    .collect()
+            }
+        }
+    )*};
+}
+
+webhook_configuration!(MutatingWebhookConfiguration, ValidatingWebhookConfiguration);
+
+/// The caBundle of the first webhook of the `K` named `name` that has one (empty: none has).
+async fn webhook_ca<K: WebhookConfiguration>(
+    client: &kube::Client,
+    name: &str,
+) -> Result<Vec<u8>, Error> {
+    let kind = K::kind(&()).into_owned();
+    let mut config = Api::<K>::all(client.clone())
+        .get(name)
+        .await
+        .context(format!("reading the {kind}"))?;
+    Ok(config
+        .client_configs()
+        .into_iter()
+        .find_map(|c| c.ca_bundle.clone())
+        .map(|b| b.0)
+        .unwrap_or_default())
 }
 
 /// cainjector's job on one webhook configuration: check that it asks for the CA of `wanted`
 /// (namespace/Certificate), then set that CA as every webhook's caBundle.
-async fn inject_ca<K>(
-    api: &Api<K>,
+async fn inject_ca<K: WebhookConfiguration>(
+    client: &kube::Client,
     name: &str,
     wanted: &str,
     ca: &[u8],
-    client_configs: fn(&mut K) -> Vec<&mut WebhookClientConfig>,
-) -> Result<(), Error>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-{
+) -> Result<(), Error> {
+    let api = Api::<K>::all(client.clone());
     let kind = K::kind(&()).into_owned();
     let mut config = api.get(name).await.context(format!("reading the {kind}"))?;
     assert_eq!(
@@ -961,7 +949,7 @@ where
         Some(wanted),
         "{kind} {name}"
     );
-    for client_config in client_configs(&mut config) {
+    for client_config in config.client_configs() {
         client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.to_vec()));
     }
     api.replace(name, &Default::default(), &config)

@@ -42,26 +42,72 @@ fn tutorial_sample() -> Redis {
     redis
 }
 
+/// The tutorial's sample with `replicas` pods.
+fn sample_with_replicas(replicas: i32) -> Redis {
+    let mut redis = tutorial_sample();
+    redis.spec.replicas = Some(replicas);
+    redis
+}
+
 /// Creates the tutorial's `my-op-redis` and waits until its two pods run and are Ready.
 async fn create_sample(ns: &TestNamespace) -> Result<Api<Redis>, Error> {
     let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
+    create(&redis, &tutorial_sample()).await?;
     wait_converged(ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
     Ok(redis)
 }
 
+/// Creates `object`.
+async fn create(redis: &Api<Redis>, object: &Redis) -> Result<Redis, Error> {
+    let name = object.name_any();
+    redis
+        .create(&PostParams::default(), object)
+        .await
+        .context(format!("creating {name}"))
+}
+
+/// Merge-patches the spec of the Redis `name` with `spec`.
+async fn patch_spec(
+    redis: &Api<Redis>,
+    name: &str,
+    spec: serde_json::Value,
+) -> Result<Redis, Error> {
+    let what = format!("patching the spec of {name} with {spec}");
+    redis
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": spec })),
+        )
+        .await
+        .context(what)
+}
+
+/// kubectl against the cluster under test; its stdout.
+fn kubectl(cluster: &Cluster, args: &[&str]) -> Result<String, Error> {
+    run_kubectl(cluster, args).map_err(|e| Error::process(format!("kubectl {}", args[0]), e))
+}
+
+/// A metric of the controller's /metrics.
+async fn metric(controller: &Controller, name: &str) -> Result<f64, Error> {
+    controller
+        .metric(name)
+        .await
+        .map_err(|e| Error::process("reading metrics", e))
+}
+
+/// The pods of the Redis `name` (terminating ones too).
+async fn pods_of(pods: &Api<Pod>, name: &str) -> Result<Vec<Pod>, kube::Error> {
+    let selector = api::pods::selector_string(name);
+    let list = pods.list(&ListParams::default().labels(&selector)).await?;
+    Ok(list.items)
+}
+
 /// Pod names of the Redis `name`, sorted.
 async fn pod_names(pods: &Api<Pod>, name: &str) -> Result<Vec<String>, String> {
-    let selector = api::pods::selector_string(name);
-    let list = pods
-        .list(&ListParams::default().labels(&selector))
+    let mut names: Vec<_> = pods_of(pods, name)
         .await
-        .map_err(seen)?;
-    let mut names: Vec<_> = list
-        .items
+        .map_err(seen)?
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .map(|p| p.name_any())
@@ -92,14 +138,10 @@ async fn wait_converged(ns: &TestNamespace, name: &str, expected: &[&str]) -> Re
         &format!("{name} to converge on {expected:?}"),
         CONVERGE,
         || async {
-            let all = pods
-                .list(&ListParams::default().labels(&api::pods::selector_string(name)))
-                .await
-                .map_err(seen)?;
-            let mut names: Vec<_> = all.items.iter().map(|p| p.name_any()).collect();
+            let all = pods_of(&pods, name).await.map_err(seen)?;
+            let mut names: Vec<_> = all.iter().map(|p| p.name_any()).collect();
             names.sort();
             let ready = all
-                .items
                 .iter()
                 .filter(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none())
                 .count();
@@ -143,14 +185,54 @@ fn note(e: &Event) -> &str {
     e.note.as_deref().unwrap_or_default()
 }
 
+/// Waits until `reason` is reported about the Redis `name`: a Warning Event of that reason
+/// whose note has `note_has`, and the Ready condition False with that reason and a message
+/// that has `message_has`.
+async fn wait_reported(
+    ns: &TestNamespace,
+    name: &str,
+    reason: &str,
+    note_has: &str,
+    message_has: &str,
+) -> Result<(), Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(
+        &format!("{reason}, in an Event and in status"),
+        CONVERGE,
+        || async {
+            let events = events_about(ns, name).await.map_err(|e| e.to_string())?;
+            let warned = events.iter().any(|e| {
+                e.reason.as_deref() == Some(reason)
+                    && e.type_.as_deref() == Some("Warning")
+                    && note(e).contains(note_has)
+            });
+            let current = redis.get(name).await.map_err(seen)?;
+            let ready = current
+                .status
+                .unwrap_or_default()
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "Ready");
+            match ready {
+                Some(c)
+                    if warned
+                        && c.status == "False"
+                        && c.reason == reason
+                        && c.message.contains(message_has) =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("warned: {warned}, Ready: {other:?}")),
+            }
+        },
+    )
+    .await
+}
+
 #[tokio::test]
 async fn tutorial_sample_runs_two_ready_pods_with_status_and_columns() -> Result<(), Error> {
     let (cluster, ns, _operator) = setup("sample").await?;
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
+    create(&ns.api(), &tutorial_sample()).await?;
     let converged = wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
     assert_eq!(converged.finalizers(), &[api::FINALIZER.to_owned()]);
     assert_eq!(
@@ -216,11 +298,7 @@ async fn tutorial_sample_runs_two_ready_pods_with_status_and_columns() -> Result
         assert!(container.liveness_probe.is_some());
     }
 
-    let table =
-        run_kubectl(&cluster, &["get", "redis", "-n", ns.name()]).map_err(|e| Error::Process {
-            what: "kubectl get redis".into(),
-            reason: e,
-        })?;
+    let table = kubectl(&cluster, &["get", "redis", "-n", ns.name()])?;
     let mut lines = table.lines();
     let header: Vec<_> = lines
         .next()
@@ -371,20 +449,7 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
     let (cluster, ns, _operator) = setup("scale").await?;
     let redis = create_sample(&ns).await?;
 
-    let scale_to = |n: i32| {
-        let redis = redis.clone();
-        async move {
-            redis
-                .patch(
-                    "my-op-redis",
-                    &PatchParams::default(),
-                    &Patch::Merge(&json!({"spec": {"replicas": n}})),
-                )
-                .await
-                .context(format!("scaling to {n}"))
-        }
-    };
-    scale_to(4).await?;
+    patch_spec(&redis, "my-op-redis", json!({"replicas": 4})).await?;
     wait_converged(
         &ns,
         "my-op-redis",
@@ -396,7 +461,7 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
         ],
     )
     .await?;
-    scale_to(1).await?;
+    patch_spec(&redis, "my-op-redis", json!({"replicas": 1})).await?;
     wait_converged(&ns, "my-op-redis", &["my-op-redis-0"]).await?;
 
     let deleted: Vec<String> = events_about(&ns, "my-op-redis")
@@ -428,7 +493,7 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
     );
 
     // The scale subresource, as `kubectl scale` and HorizontalPodAutoscalers use it.
-    run_kubectl(
+    kubectl(
         &cluster,
         &[
             "scale",
@@ -437,11 +502,7 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
             "redis/my-op-redis",
             "--replicas=3",
         ],
-    )
-    .map_err(|e| Error::Process {
-        what: "kubectl scale".into(),
-        reason: e,
-    })?;
+    )?;
     let scaled = wait_converged(
         &ns,
         "my-op-redis",
@@ -462,10 +523,7 @@ async fn a_refused_pod_create_is_reported_and_retried_until_it_succeeds() -> Res
         "metadata": {"name": "no-pods"},
         "spec": {"hard": {"pods": "0"}}
     }))
-    .map_err(|e| Error::Process {
-        what: "building the ResourceQuota".into(),
-        reason: e.to_string(),
-    })?;
+    .map_err(|e| Error::process("building the ResourceQuota", e))?;
     quotas
         .create(&PostParams::default(), &quota)
         .await
@@ -480,53 +538,21 @@ async fn a_refused_pod_create_is_reported_and_retried_until_it_succeeds() -> Res
     })
     .await?;
 
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
+    create(&ns.api(), &tutorial_sample()).await?;
     // The user sees why: a Warning Event, and the Ready condition's reason and message.
-    wait_for(
-        "FailedCreate, in an Event and in status",
-        CONVERGE,
-        || async {
-            let events = events_about(&ns, "my-op-redis")
-                .await
-                .map_err(|e| e.to_string())?;
-            let warned = events.iter().any(|e| {
-                e.reason.as_deref() == Some("FailedCreate")
-                    && e.type_.as_deref() == Some("Warning")
-                    && note(e).contains("exceeded quota")
-            });
-            let current = redis.get("my-op-redis").await.map_err(seen)?;
-            let ready = current
-                .status
-                .unwrap_or_default()
-                .conditions
-                .into_iter()
-                .find(|c| c.type_ == "Ready");
-            match ready {
-                Some(c)
-                    if warned
-                        && c.status == "False"
-                        && c.reason == "FailedCreate"
-                        && c.message.contains("exceeded quota") =>
-                {
-                    Ok(())
-                }
-                other => Err(format!("warned: {warned}, Ready: {other:?}")),
-            }
-        },
+    wait_reported(
+        &ns,
+        "my-op-redis",
+        "FailedCreate",
+        "exceeded quota",
+        "exceeded quota",
     )
     .await?;
     let pods: Api<Pod> = ns.api();
     assert_eq!(
         pod_names(&pods, "my-op-redis")
             .await
-            .map_err(|reason| Error::Process {
-                what: "listing pods".into(),
-                reason,
-            })?,
+            .map_err(|e| Error::process("listing pods", e))?,
         Vec::<String>::new()
     );
 
@@ -584,13 +610,8 @@ async fn a_pod_deleted_by_hand_comes_back_with_the_same_name() -> Result<(), Err
 async fn deleting_the_redis_removes_its_pods_and_never_hangs_and_gc_works_without_the_operator()
 -> Result<(), Error> {
     let (_cluster, ns, mut operator) = setup("delete").await?;
-    let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
-    redis
-        .create(&PostParams::default(), &tutorial_sample())
-        .await
-        .context("creating my-op-redis")?;
-    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+    let redis = create_sample(&ns).await?;
     redis
         .delete("my-op-redis", &DeleteParams::default())
         .await
@@ -601,10 +622,7 @@ async fn deleting_the_redis_removes_its_pods_and_never_hangs_and_gc_works_withou
     // Without the operator, owner references alone still clean up.
     let mut second = tutorial_sample();
     second.metadata.name = Some("orphan-check".into());
-    redis
-        .create(&PostParams::default(), &second)
-        .await
-        .context("creating orphan-check")?;
+    create(&redis, &second).await?;
     wait_converged(&ns, "orphan-check", &["orphan-check-0", "orphan-check-1"]).await?;
     operator.controller.process.kill();
     redis
@@ -635,40 +653,25 @@ async fn changing_the_image_rolls_pods_one_at_a_time() -> Result<(), Error> {
     let (_cluster, ns, _operator) = setup("rolling").await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
-    let mut sample = tutorial_sample();
-    sample.spec.replicas = Some(3);
-    redis
-        .create(&PostParams::default(), &sample)
-        .await
-        .context("creating my-op-redis")?;
+    create(&redis, &sample_with_replicas(3)).await?;
     let names = ["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"];
     wait_converged(&ns, "my-op-redis", &names).await?;
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"image": "redis:7.2-alpine"}})),
-        )
-        .await
-        .context("changing the image")?;
+    patch_spec(&redis, "my-op-redis", json!({"image": "redis:7.2-alpine"})).await?;
 
     // Watch availability through the whole rollout.
-    let selector = api::pods::selector_string("my-op-redis");
     let mut lowest_ready = usize::MAX;
     let mut replaced_order: Vec<String> = Vec::new();
     let deadline = tokio::time::Instant::now() + CONVERGE;
     loop {
-        let list = pods
-            .list(&ListParams::default().labels(&selector))
+        let list = pods_of(&pods, "my-op-redis")
             .await
             .context("listing pods")?;
         let ready = list
-            .items
             .iter()
             .filter(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none())
             .count();
         lowest_ready = lowest_ready.min(ready);
-        for p in &list.items {
+        for p in &list {
             let name = p.name_any();
             let new_image = p
                 .spec
@@ -679,8 +682,8 @@ async fn changing_the_image_rolls_pods_one_at_a_time() -> Result<(), Error> {
                 replaced_order.push(name);
             }
         }
-        let done = list.items.len() == 3
-            && list.items.iter().all(|p| {
+        let done = list.len() == 3
+            && list.iter().all(|p| {
                 e2e::pods::is_ready(p)
                     && p.spec
                         .as_ref()
@@ -693,10 +696,7 @@ async fn changing_the_image_rolls_pods_one_at_a_time() -> Result<(), Error> {
         assert!(
             tokio::time::Instant::now() < deadline,
             "rollout did not finish; pods {:?}",
-            list.items
-                .iter()
-                .map(e2e::pods::describe)
-                .collect::<Vec<_>>()
+            list.iter().map(e2e::pods::describe).collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -718,22 +718,10 @@ async fn a_controller_killed_mid_scale_up_converges_exactly_after_restart() -> R
     let (_cluster, ns, mut operator) = setup("crash").await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
-    let mut sample = tutorial_sample();
-    sample.spec.replicas = Some(1);
-    redis
-        .create(&PostParams::default(), &sample)
-        .await
-        .context("creating my-op-redis")?;
+    create(&redis, &sample_with_replicas(1)).await?;
     wait_converged(&ns, "my-op-redis", &["my-op-redis-0"]).await?;
 
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"replicas": 8}})),
-        )
-        .await
-        .context("scaling to 8")?;
+    patch_spec(&redis, "my-op-redis", json!({"replicas": 8})).await?;
     // Kill -9 as soon as the scale-up has started, before it can finish.
     wait_for("the scale-up to start", CONVERGE, || async {
         let names = pod_names(&pods, "my-op-redis").await?;
@@ -747,10 +735,7 @@ async fn a_controller_killed_mid_scale_up_converges_exactly_after_restart() -> R
     operator.controller.process.kill();
     let midway = pod_names(&pods, "my-op-redis")
         .await
-        .map_err(|e| Error::Process {
-            what: "listing pods".into(),
-            reason: e,
-        })?;
+        .map_err(|e| Error::process("listing pods", e))?;
 
     let mut restarted =
         Controller::start(&ns, &operator.identity, "redis-controller-restarted", &[]).await?;
@@ -760,12 +745,9 @@ async fn a_controller_killed_mid_scale_up_converges_exactly_after_restart() -> R
     expected_sorted.sort();
     let expected_refs: Vec<&str> = expected_sorted.iter().map(String::as_str).collect();
     wait_converged(&ns, "my-op-redis", &expected_refs).await?;
-    let all = pods
-        .list(&ListParams::default().labels(&api::pods::selector_string("my-op-redis")))
-        .await
-        .context("listing")?;
+    let all = pods_of(&pods, "my-op-redis").await.context("listing")?;
     assert_eq!(
-        all.items.len(),
+        all.len(),
         8,
         "no duplicates (killed with {midway:?} existing)"
     );
@@ -785,29 +767,12 @@ async fn at_rest_the_controller_writes_nothing() -> Result<(), Error> {
     ];
     let mut before = BTreeMap::new();
     for c in counters {
-        before.insert(
-            c,
-            operator
-                .controller
-                .metric(c)
-                .await
-                .map_err(|e| Error::Process {
-                    what: "reading metrics".into(),
-                    reason: e,
-                })?,
-        );
+        before.insert(c, metric(&operator.controller, c).await?);
     }
     let audit_before = audit_writes_by(&cluster, &operator.identity.username);
     tokio::time::sleep(Duration::from_secs(30)).await;
     for c in counters {
-        let after = operator
-            .controller
-            .metric(c)
-            .await
-            .map_err(|e| Error::Process {
-                what: "reading metrics".into(),
-                reason: e,
-            })?;
+        let after = metric(&operator.controller, c).await?;
         assert_eq!(before[c], after, "{c} moved at rest");
     }
     if let (Some(before), Some(after)) = (
@@ -856,6 +821,32 @@ fn audit_writes_by(cluster: &Cluster, user: &str) -> Option<Vec<String>> {
     )
 }
 
+/// `--leader-elect` with a Lease of `lease_seconds` in the test namespace.
+fn leader_election_args<'a>(ns: &'a TestNamespace, lease_seconds: &'a str) -> [&'a str; 5] {
+    [
+        "--leader-elect",
+        "--lease-namespace",
+        ns.name(),
+        "--lease-duration",
+        lease_seconds,
+    ]
+}
+
+/// Replaces the operator's plain controller with a `--leader-elect` one named `name` (a Lease
+/// of `lease_seconds`), the leader once this returns.
+async fn elected_leader(
+    ns: &TestNamespace,
+    operator: &mut Operator,
+    name: &str,
+    lease_seconds: &str,
+) -> Result<Controller, Error> {
+    operator.controller.process.kill();
+    let args = leader_election_args(ns, lease_seconds);
+    let mut leader = Controller::start(ns, &operator.identity, name, &args).await?;
+    leader.wait_leading(CONVERGE).await?;
+    Ok(leader)
+}
+
 /// Replaces the operator's plain controller with two `--leader-elect` replicas sharing a Lease
 /// of `lease_seconds`; the first is the leader once this returns.
 async fn elected_pair(
@@ -864,16 +855,8 @@ async fn elected_pair(
     name: &str,
     lease_seconds: &str,
 ) -> Result<(Controller, Controller), Error> {
-    operator.controller.process.kill();
-    let args = [
-        "--leader-elect",
-        "--lease-namespace",
-        ns.name(),
-        "--lease-duration",
-        lease_seconds,
-    ];
-    let mut first = Controller::start(ns, &operator.identity, &format!("{name}-a"), &args).await?;
-    first.wait_leading(CONVERGE).await?;
+    let first = elected_leader(ns, operator, &format!("{name}-a"), lease_seconds).await?;
+    let args = leader_election_args(ns, lease_seconds);
     let mut second = Controller::start(ns, &operator.identity, &format!("{name}-b"), &args).await?;
     // A warm standby is ready (a Deployment of two shows 2/2), though it does not lead.
     second.wait_ready(CONVERGE).await?;
@@ -911,14 +894,7 @@ async fn with_leader_election_only_one_controller_acts_and_a_standby_takes_over(
 
     first.process.kill();
     second.wait_leading(Duration::from_secs(60)).await?;
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"replicas": 3}})),
-        )
-        .await
-        .context("scaling after failover")?;
+    patch_spec(&redis, "my-op-redis", json!({"replicas": 3})).await?;
     wait_converged(
         &ns,
         "my-op-redis",
@@ -962,18 +938,6 @@ async fn a_leader_stopped_cleanly_hands_its_lease_over() -> Result<(), Error> {
     Ok(())
 }
 
-/// The Ready condition's (status, reason) of the Redis `name`.
-async fn ready_reason(redis: &Api<Redis>, name: &str) -> Result<Option<(String, String)>, String> {
-    let current = redis.get(name).await.map_err(seen)?;
-    Ok(current
-        .status
-        .unwrap_or_default()
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == "Ready")
-        .map(|c| (c.status, c.reason)))
-}
-
 /// Issue item 1: every pod of a Redis was broken by its spec (here unschedulable: kwok nodes
 /// have 32 CPUs), so none is Ready; fixing the spec must roll out, not wait for the broken pods
 /// to become Ready first.
@@ -982,51 +946,25 @@ async fn fixing_a_spec_that_left_every_pod_unready_rolls_out() -> Result<(), Err
     let (_cluster, ns, _operator) = setup("unready").await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
-    let mut sample = tutorial_sample();
-    sample.spec.replicas = Some(3);
-    sample.spec.resources =
-        serde_json::from_value(json!({"requests": {"cpu": "1000"}})).map_err(|e| {
-            Error::Process {
-                what: "building resources".into(),
-                reason: e.to_string(),
-            }
-        })?;
-    redis
-        .create(&PostParams::default(), &sample)
-        .await
-        .context("creating my-op-redis")?;
+    let mut sample = sample_with_replicas(3);
+    sample.spec.resources = serde_json::from_value(json!({"requests": {"cpu": "1000"}}))
+        .map_err(|e| Error::process("building resources", e))?;
+    create(&redis, &sample).await?;
     let names = ["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"];
     wait_for("three unschedulable pods", CONVERGE, || async {
-        let list = pods
-            .list(&ListParams::default().labels(&api::pods::selector_string("my-op-redis")))
-            .await
-            .map_err(seen)?;
-        let pending = list
-            .items
-            .iter()
-            .filter(|p| !e2e::pods::is_ready(p))
-            .count();
-        if list.items.len() == 3 && pending == 3 {
+        let list = pods_of(&pods, "my-op-redis").await.map_err(seen)?;
+        let pending = list.iter().filter(|p| !e2e::pods::is_ready(p)).count();
+        if list.len() == 3 && pending == 3 {
             Ok(())
         } else {
             Err(format!(
                 "{:?}",
-                list.items
-                    .iter()
-                    .map(e2e::pods::describe)
-                    .collect::<Vec<_>>()
+                list.iter().map(e2e::pods::describe).collect::<Vec<_>>()
             ))
         }
     })
     .await?;
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"resources": null}})),
-        )
-        .await
-        .context("fixing the spec")?;
+    patch_spec(&redis, "my-op-redis", json!({"resources": null})).await?;
     wait_converged(&ns, "my-op-redis", &names).await?;
     Ok(())
 }
@@ -1047,40 +985,11 @@ async fn a_foreign_pod_holding_a_name_is_reported_and_retried_with_backoff() -> 
     let redis: Api<Redis> = ns.api();
     let mut sample = tutorial_sample();
     sample.metadata.name = Some("cache".into());
-    redis
-        .create(&PostParams::default(), &sample)
-        .await
-        .context("creating cache")?;
-    wait_for(
-        "PodNameConflict, in an Event and in status",
-        CONVERGE,
-        || async {
-            let events = events_about(&ns, "cache")
-                .await
-                .map_err(|e| e.to_string())?;
-            let warned = events.iter().any(|e| {
-                e.reason.as_deref() == Some("PodNameConflict")
-                    && e.type_.as_deref() == Some("Warning")
-                    && note(e).contains("cache-0")
-            });
-            let ready = ready_reason(&redis, "cache").await?;
-            match ready {
-                Some((status, reason))
-                    if warned && status == "False" && reason == "PodNameConflict" =>
-                {
-                    Ok(())
-                }
-                other => Err(format!("warned: {warned}, Ready: {other:?}")),
-            }
-        },
-    )
-    .await?;
+    create(&redis, &sample).await?;
+    wait_reported(&ns, "cache", "PodNameConflict", "cache-0", "").await?;
     let names = pod_names(&pods, "cache")
         .await
-        .map_err(|reason| Error::Process {
-            what: "listing pods".into(),
-            reason,
-        })?;
+        .map_err(|e| Error::process("listing pods", e))?;
     assert_eq!(
         names,
         vec!["cache-1".to_owned()],
@@ -1089,22 +998,9 @@ async fn a_foreign_pod_holding_a_name_is_reported_and_retried_with_backoff() -> 
 
     // Backoff, not a retry every second.
     let reconciles = "redis_controller_reconciles_total";
-    let metrics_error = |reason| Error::Process {
-        what: "reading metrics".into(),
-        reason,
-    };
-    let before = operator
-        .controller
-        .metric(reconciles)
-        .await
-        .map_err(metrics_error)?;
+    let before = metric(&operator.controller, reconciles).await?;
     tokio::time::sleep(Duration::from_secs(12)).await;
-    let during = operator
-        .controller
-        .metric(reconciles)
-        .await
-        .map_err(metrics_error)?
-        - before;
+    let during = metric(&operator.controller, reconciles).await? - before;
     assert!(
         during <= 5.0,
         "{during} reconciles in 12 s while the name stayed taken"
@@ -1172,16 +1068,7 @@ async fn a_leader_that_cannot_renew_steps_down_before_its_lease_runs_out() -> Re
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::rbac::v1::RoleBinding;
     let (_cluster, ns, mut operator) = setup("renew").await?;
-    operator.controller.process.kill();
-    let args = [
-        "--leader-elect",
-        "--lease-namespace",
-        ns.name(),
-        "--lease-duration",
-        "8",
-    ];
-    let mut leader = Controller::start(&ns, &operator.identity, "renew-a", &args).await?;
-    leader.wait_leading(CONVERGE).await?;
+    let mut leader = elected_leader(&ns, &mut operator, "renew-a", "8").await?;
     ns.api::<RoleBinding>()
         .delete("redis-controller-leader-election", &DeleteParams::default())
         .await
