@@ -11,7 +11,7 @@ pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// Value of `app.kubernetes.io/name` on every pod.
 pub const APP_NAME: &str = "redis";
 /// Value of `app.kubernetes.io/managed-by` on every pod; also selects the pods the controller watches.
-pub const MANAGER: &str = "redis-operator";
+pub const MANAGED_BY: &str = "redis-operator";
 
 /// Label the replication engine keeps on each pod of a Replication-mode Redis: its role, which
 /// the `<name>` (primary) and `<name>-replicas` Services select on.
@@ -41,7 +41,7 @@ pub fn selector_labels(redis_name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         (LABEL_NAME.to_owned(), APP_NAME.to_owned()),
         (LABEL_INSTANCE.to_owned(), redis_name.to_owned()),
-        (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+        (LABEL_MANAGED_BY.to_owned(), MANAGED_BY.to_owned()),
     ])
 }
 
@@ -68,7 +68,7 @@ pub fn selector_string(redis_name: &str) -> String {
 
 /// The selector matching every pod managed by this operator, in any Redis.
 pub fn managed_pods_selector() -> String {
-    format!("{LABEL_MANAGED_BY}={MANAGER}")
+    format!("{LABEL_MANAGED_BY}={MANAGED_BY}")
 }
 
 fn to_selector(labels: &BTreeMap<String, String>) -> String {

@@ -14,7 +14,7 @@
 //! child changes or is deleted by hand.
 
 use crate::Error;
-use crate::reconcile::MANAGER;
+use crate::reconcile::FIELD_MANAGER;
 use api::pods::{ROLE_PRIMARY, ROLE_REPLICA, role_selector, selector_labels};
 use api::{Mode, Redis};
 use futures::{Stream, StreamExt, future};
@@ -416,7 +416,7 @@ where
     match api
         .patch(
             name,
-            &PatchParams::apply(MANAGER).force(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(obj),
         )
         .await

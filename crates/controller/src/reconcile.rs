@@ -27,8 +27,9 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Field manager of every write the controller makes.
-pub const MANAGER: &str = "redis-operator";
+/// Field manager of every write the controller makes (server-side apply and creates); not the
+/// `app.kubernetes.io/managed-by` label value, which is `api::pods::MANAGED_BY`.
+pub const FIELD_MANAGER: &str = "redis-operator";
 /// Nothing changes at rest, so a long resync only guards against missed watch events.
 const RESYNC: Duration = Duration::from_secs(300);
 /// A create that found the name taken (our cache was behind): look again shortly.
@@ -205,7 +206,7 @@ async fn undecodable(obj: &DynamicObject, reason: &str, ctx: &Context) -> Result
     match api
         .patch_status(
             name,
-            &PatchParams::apply(MANAGER).force(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&patch),
         )
         .await
@@ -667,7 +668,7 @@ async fn create_pod(
     };
     let pod_name = pod.name_any();
     let params = PostParams {
-        field_manager: Some(MANAGER.to_owned()),
+        field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PostParams::default()
     };
     match pods.create(&params, &pod).await {
@@ -897,7 +898,7 @@ async fn write_status(
         "kind": Redis::kind(&()),
         "status": status,
     });
-    let params = PatchParams::apply(MANAGER).force();
+    let params = PatchParams::apply(FIELD_MANAGER).force();
     api.patch_status(name, &params, &Patch::Apply(&patch))
         .await
         .map_err(Error::Kube)?;
@@ -1057,7 +1058,7 @@ mod tests {
     fn context(client: Client) -> Context {
         let (pods, _writer) = kube::runtime::reflector::store::<Pod>();
         let reporter = Reporter {
-            controller: MANAGER.to_owned(),
+            controller: FIELD_MANAGER.to_owned(),
             instance: None,
         };
         let recorder = Recorder::new(client.clone(), reporter);

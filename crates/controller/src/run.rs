@@ -3,7 +3,7 @@
 use crate::Error;
 use crate::cli::Cli;
 use crate::metrics::Metrics;
-use crate::reconcile::{self, Context, MANAGER};
+use crate::reconcile::{self, Context, FIELD_MANAGER};
 use api::Redis;
 use futures::{StreamExt, future};
 use k8s_openapi::api::core::v1::Pod;
@@ -110,8 +110,9 @@ pub async fn run(
 
     let recorder = Recorder::new(
         client.clone(),
+        // Events are reported under the name the controller's writes are managed by.
         Reporter {
-            controller: MANAGER.to_owned(),
+            controller: FIELD_MANAGER.to_owned(),
             instance: instance_name(),
         },
     );
