@@ -5,7 +5,12 @@
 #   images.sh base                         the pod sandbox image (registry.k8s.io/pause:3.10, our
 #                                          bin/pause) and the Redis image (localhost/redis:bed, and
 #                                          localhost/redis:<version>): Debian's redis-server and
-#                                          redis-cli with the libraries they link, uid 999
+#                                          redis-cli with the libraries they link, uid 999;
+#                                          and the metrics exporter (localhost/redis-exporter:bed,
+#                                          and localhost/redis-exporter:<version>): Debian's
+#                                          prometheus-redis-exporter (oliver006's redis_exporter,
+#                                          unpacked by node/packages.sh) as /redis_exporter, the
+#                                          upstream image's path, entrypoint and uid 59000
 #   images.sh operator IMG_CONTROLLER IMG_WEBHOOK
 #                                          redis-controller and redis-webhook from target/release
 #                                          (CARGO_TARGET_DIR honoured), as `make docker-build` names
@@ -22,6 +27,8 @@ source "${cluster_here}/node/node.sh"
 log() { printf '[images] %s\n' "$*" >&2; }
 
 images_dir="${bin_dir}/images"
+# Where node/packages.sh unpacks the .debs it does not install.
+debs_dir=${REDIS_OPERATOR_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/redis-operator}/debs
 mkdir -p "$images_dir"
 [[ -x ${bin_dir}/oci-image && -x ${bin_dir}/pause ]] || "${cluster_here}/build.sh" images
 
@@ -94,8 +101,21 @@ build_base() {
     --user 999:999 --workdir /data --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --cmd redis-server
 
+  # oliver006/redis_exporter: a Go binary linking only libc; /metrics on :9121; reads REDIS_ADDR,
+  # REDIS_USER and REDIS_PASSWORD from the environment (or the -redis.* flags).
+  local exporter="${debs_dir}/prometheus-redis-exporter" exporter_version
+  [[ -f ${exporter}/.deb-version ]] || "${cluster_here}/node/packages.sh"
+  exporter_version=$(sed 's/-[^-]*$//' "${exporter}/.deb-version") # 1.45.0-2+b4: 1.45.0
+  [[ -n $exporter_version ]] || { log "cannot read prometheus-redis-exporter's version"; exit 1; }
+  rootfs="${work}/redis-exporter"
+  copy_binary "$rootfs" "${exporter}/usr/bin/prometheus-redis-exporter" /redis_exporter
+  base_files "$rootfs" exporter 59000
+  pack redis-exporter "$rootfs" --tag localhost/redis-exporter:bed \
+    --tag "localhost/redis-exporter:${exporter_version}" --user 59000:59000 --entrypoint /redis_exporter
+
   import pause
   import redis
+  import redis-exporter
 }
 
 build_operator() {

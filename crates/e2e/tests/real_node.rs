@@ -628,3 +628,165 @@ async fn a_claim_on_the_default_storage_class_keeps_redis_data_across_pods() -> 
     })
     .await
 }
+
+/// The metrics exporter sidecar's image (`hack/cluster/images.sh base`: Debian's build of
+/// oliver006's redis_exporter).
+const EXPORTER_IMAGE: &str = "localhost/redis-exporter:bed";
+
+/// A pod of Redis with a password from the Secret `secret` and the exporter beside it, reading
+/// the address and the same password from its environment, as the operator's pods will get it.
+/// No pod-level user: each container runs as its image's (Redis 999, the exporter 59000), which
+/// `runAsNonRoot` checks.
+fn redis_with_exporter(name: &str, secret: &str) -> Pod {
+    let password = json!({"secretKeyRef": {"name": secret, "key": "password"}});
+    let restricted = json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": true,
+    });
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "redis",
+                    "image": REDIS_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "args": ["redis-server", "--port", "6379", "--protected-mode", "no",
+                             "--requirepass", "$(REDIS_PASSWORD)"],
+                    "env": [
+                        {"name": "REDIS_PASSWORD", "valueFrom": password},
+                        {"name": "REDISCLI_AUTH", "valueFrom": password},
+                    ],
+                    "securityContext": restricted,
+                    "readinessProbe": {"exec": {"command": ["redis-cli", "PING"]}, "periodSeconds": 1},
+                },
+                {
+                    "name": "exporter",
+                    "image": EXPORTER_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "env": [
+                        {"name": "REDIS_ADDR", "value": "redis://localhost:6379"},
+                        {"name": "REDIS_PASSWORD", "valueFrom": password},
+                    ],
+                    "ports": [{"name": "metrics", "containerPort": 9121}],
+                    "securityContext": restricted,
+                    "readinessProbe": {
+                        "httpGet": {"path": "/metrics", "port": "metrics"},
+                        "periodSeconds": 1,
+                    },
+                },
+            ],
+        },
+    }))
+    .expect("a valid pod")
+}
+
+/// `GET url` with the machine's curl: the body.
+async fn http_get(url: &str) -> Result<String, String> {
+    let run = tokio::process::Command::new("curl")
+        .args(["--silent", "--show-error", "--fail", "--max-time", "5", url])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = run.await.map_err(|e| format!("running curl {url}: {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(format!(
+            "curl {url}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// The value of the sample `name` (with its labels, as exposed: `redis_db_keys{db="db0"}`).
+fn sample<'a>(metrics: &'a str, name: &str) -> Option<&'a str> {
+    metrics.lines().find_map(|line| {
+        let (key, value) = line.rsplit_once(' ')?;
+        (key == name).then_some(value)
+    })
+}
+
+/// The exporter image as a sidecar on the real node: with the password from a Secret in its
+/// environment it logs in to the Redis beside it (which refuses clients without it) and serves
+/// `/metrics` on 9121 through the pod IP: `redis_up 1`, and the keys written with `redis-cli`
+/// counted in `redis_db_keys{db="db0"}`.
+#[tokio::test]
+async fn the_exporter_image_serves_metrics_of_a_redis_with_a_password() -> Result<(), Error> {
+    use k8s_openapi::api::core::v1::Secret;
+    const PASSWORD: &str = "exporter-Passw0rd-for-the-bed";
+    let cluster = Cluster::connect().await?;
+    node::require_real_node(&cluster).await?;
+    let ns = cluster
+        .namespace_with(
+            "real-exporter",
+            NamespaceOptions::default()
+                .pod_security("restricted")
+                .real_node(),
+        )
+        .await?;
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "auth"},
+        "stringData": {"password": PASSWORD},
+    }))
+    .expect("a valid secret");
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await
+        .context("creating the Secret")?;
+    let pods: Api<Pod> = ns.api();
+    pods.create(
+        &PostParams::default(),
+        &redis_with_exporter("metered", "auth"),
+    )
+    .await
+    .context("creating metered")?;
+    let pod = wait_for(
+        "metered Ready (Redis and the exporter)",
+        CONVERGE,
+        || async {
+            let pod = pods.get("metered").await.map_err(seen)?;
+            if e2e::pods::is_ready(&pod) {
+                Ok(pod)
+            } else {
+                Err(node::describe(std::slice::from_ref(&pod)))
+            }
+        },
+    )
+    .await?;
+
+    let refused = cli(&pod, 6379, &["SET", "k0", "v"]).await;
+    assert!(
+        matches!(&refused, Ok(answer) if answer.contains("NOAUTH")),
+        "Redis must refuse clients without the password: {refused:?}"
+    );
+    let auth = ["-a", PASSWORD, "--no-auth-warning"];
+    for key in ["k1", "k2", "k3"] {
+        let set = [&auth[..], &["SET", key, "v"]].concat();
+        assert_eq!(cli(&pod, 6379, &set).await?, "OK");
+    }
+
+    let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+    let url = format!("http://{ip}:9121/metrics");
+    let metrics = wait_for("the exporter counting 3 keys", CONVERGE, || async {
+        let metrics = http_get(&url).await?;
+        if sample(&metrics, "redis_db_keys{db=\"db0\"}") == Some("3") {
+            Ok(metrics)
+        } else {
+            let lines: Vec<_> = metrics
+                .lines()
+                .filter(|l| l.starts_with("redis_up") || l.starts_with("redis_db_keys"))
+                .collect();
+            Err(format!("{url}: {lines:?}"))
+        }
+    })
+    .await?;
+    assert_eq!(sample(&metrics, "redis_up"), Some("1"), "{metrics}");
+    Ok(())
+}
