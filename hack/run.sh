@@ -85,7 +85,7 @@ start() {
   stop
   mkdir -p "$run_dir"
 
-  target/debug/redis-webhook --bind "127.0.0.1:$webhook_port" --metrics-bind "127.0.0.1:$webhook_ops" \
+  target/debug/redis-webhook --bind "127.0.0.1:$webhook_port" --ops-bind "127.0.0.1:$webhook_ops" \
     --tls-cert-file certs/tls.crt --tls-key-file certs/tls.key >"$run_dir/redis-webhook.log" 2>&1 &
   echo $! >"$run_dir/redis-webhook.pid"
   wait_http "http://127.0.0.1:$webhook_ops/readyz" redis-webhook
@@ -94,7 +94,7 @@ start() {
   { configuration mutating mutate; echo ---; configuration validating validate; } | "$kubectl" apply -f - >/dev/null
   log "webhook registered with the API server ($config_name, url + caBundle)"
 
-  target/debug/redis-controller --metrics-bind "127.0.0.1:$controller_ops" >"$run_dir/redis-controller.log" 2>&1 &
+  target/debug/redis-controller --ops-bind "127.0.0.1:$controller_ops" >"$run_dir/redis-controller.log" 2>&1 &
   echo $! >"$run_dir/redis-controller.pid"
   wait_http "http://127.0.0.1:$controller_ops/readyz" redis-controller
   log "redis-controller running (metrics http://127.0.0.1:$controller_ops/metrics, log: $run_dir/redis-controller.log)"

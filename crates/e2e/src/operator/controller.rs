@@ -30,7 +30,7 @@ impl Controller {
             .args([
                 "--namespace",
                 ns.name(),
-                "--metrics-bind",
+                "--ops-bind",
                 &format!("127.0.0.1:{ops_port}"),
             ])
             .args(extra_args);

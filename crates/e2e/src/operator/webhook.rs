@@ -44,7 +44,7 @@ impl Webhook {
         let (port, ops_port) = (free_port()?, free_port()?);
         let serving = [
             format!("--bind=127.0.0.1:{port}"),
-            format!("--metrics-bind=127.0.0.1:{ops_port}"),
+            format!("--ops-bind=127.0.0.1:{ops_port}"),
             format!("--tls-cert-file={}", certs.join("tls.crt").display()),
             format!("--tls-key-file={}", certs.join("tls.key").display()),
         ];
