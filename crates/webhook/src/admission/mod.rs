@@ -14,6 +14,7 @@ use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
 
 mod mutate;
 mod read;
+mod skim;
 mod validate;
 mod wire;
 
@@ -81,6 +82,24 @@ impl Answer {
             self.name
         )
     }
+}
+
+/// An answer and its wire form, as the server sends it.
+#[derive(Debug)]
+pub struct Responded {
+    pub answer: Answer,
+    /// The JSON body of the HTTP response.
+    pub body: Vec<u8>,
+}
+
+/// What the server does with a request body: [`answer`] it and write the answer's wire form.
+pub fn respond(endpoint: Endpoint, policy: &Policy, body: &[u8]) -> Result<Responded, BadReview> {
+    let answer = answer(endpoint, policy, body)?;
+    // Plain strings and numbers always serialize; an error here would be a bug.
+    let body = answer
+        .to_json()
+        .map_err(|e| BadReview::NotReview(e.to_string()))?;
+    Ok(Responded { answer, body })
 }
 
 /// Decode `body` as an AdmissionReview and answer it for `endpoint` under `policy`.

@@ -1,8 +1,8 @@
 //! Reading a request body: one typed pass in the usual case ([`ReviewedRedis`]); only a body
 //! that pass cannot read is decoded again, loosely, to say precisely what is wrong with it.
 
-use api::{Redis, RedisSpec};
-use k8s_openapi::NamespaceResourceScope;
+use super::skim::{self, K8s, Meta};
+use api::{DELETION_PROTECTION_ANNOTATION, Redis, RedisSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
@@ -10,7 +10,7 @@ use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::Value;
-use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -28,20 +28,33 @@ pub enum BadReview {
     MissingRequest,
 }
 
-/// The object under review as the rules read it: its metadata and its spec, decoded straight
-/// from the body. (kube's `DynamicObject`, like `AdmissionReview` itself, flattens fields, so
-/// serde first buffers the input into an intermediate tree; that was half a review's cost.)
+/// The object under review as the rules read it: the metadata they read and the spec, decoded
+/// straight from the body. (kube's `DynamicObject`, like `AdmissionReview` itself, flattens
+/// fields, so serde first buffers the input into an intermediate tree; that was half a
+/// review's cost. The rest of the metadata, managedFields above all, is only skimmed.)
 #[derive(Debug)]
 pub(super) struct ReviewedRedis {
-    metadata: ObjectMeta,
+    metadata: Meta,
     /// `None` when absent or null: every field takes its default.
     pub(super) spec: Option<RedisSpec>,
 }
 
 impl ReviewedRedis {
     pub(super) fn into_redis(self) -> Redis {
+        let Meta {
+            name,
+            generate_name,
+            deletion_protection,
+        } = self.metadata;
         Redis {
-            metadata: self.metadata,
+            metadata: ObjectMeta {
+                name,
+                generate_name,
+                annotations: deletion_protection.map(|value| {
+                    BTreeMap::from([(DELETION_PROTECTION_ANNOTATION.to_owned(), value)])
+                }),
+                ..ObjectMeta::default()
+            },
             spec: self.spec.unwrap_or_default(),
             status: None,
         }
@@ -53,13 +66,13 @@ impl<'de> Deserialize<'de> for ReviewedRedis {
         #[derive(Deserialize)]
         struct Fields {
             #[serde(default)]
-            metadata: ObjectMeta,
+            metadata: K8s<Meta>,
             #[serde(default)]
             spec: Option<JsonObject<RedisSpec>>,
         }
         let JsonObject(Fields { metadata, spec }) = JsonObject::deserialize(d)?;
         Ok(ReviewedRedis {
-            metadata,
+            metadata: metadata.0,
             spec: spec.map(|JsonObject(spec)| spec),
         })
     }
@@ -86,31 +99,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for JsonObject<T> {
     }
 }
 
-/// kube's `AdmissionRequest` needs its object type to be a `Resource`: this is the Redis one.
-impl Resource for ReviewedRedis {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Redis::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Redis::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Redis::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Redis::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
 /// An AdmissionReview as sent, read in one pass (see [`ReviewedRedis`] for why not kube's own).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,7 +107,39 @@ struct IncomingReview {
     api_version: String,
     #[serde(default)]
     kind: String,
-    request: Option<AdmissionRequest<ReviewedRedis>>,
+    request: Option<IncomingRequest>,
+}
+
+/// kube's `AdmissionRequest`, field for field, keeping only what a decision or the answer
+/// reads; the rest is skimmed (see `skim`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // The skimmed fields are read only to be checked.
+struct IncomingRequest {
+    uid: String,
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    request_kind: Option<skim::Gvk>,
+    #[serde(default)]
+    request_resource: Option<skim::Gvr>,
+    #[serde(default)]
+    request_sub_resource: Option<skim::Str>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    operation: Operation,
+    user_info: K8s<skim::UserInfo>,
+    object: Option<ReviewedRedis>,
+    old_object: Option<ReviewedRedis>,
+    #[serde(default)]
+    dry_run: bool,
+    /// kube's `RawExtension`: any JSON.
+    #[serde(default)]
+    options: Option<skim::Json>,
 }
 
 /// A review ready to judge, however it was read.
@@ -157,22 +177,58 @@ impl Review {
             old_object: reading(request.old_object),
         }
     }
+
+    /// The review of a request read by the typed pass, answered with the review's `types`.
+    fn typed(types: TypeMeta, request: IncomingRequest) -> Self {
+        // kube's own response to a request: an allowing one, with the request's uid and types.
+        let mut response = AdmissionResponse::from(&AdmissionRequest::<DynamicObject> {
+            types: TypeMeta::default(),
+            uid: String::new(),
+            kind: GroupVersionKind::gvk("", "", ""),
+            resource: GroupVersionResource::gvr("", "", ""),
+            sub_resource: None,
+            request_kind: None,
+            request_resource: None,
+            request_sub_resource: None,
+            name: String::new(),
+            namespace: None,
+            operation: Operation::Create,
+            user_info: Default::default(),
+            object: None,
+            old_object: None,
+            dry_run: false,
+            options: None,
+        });
+        response.types = types;
+        response.uid = request.uid;
+        Review {
+            response,
+            kind: request.kind,
+            resource: request.resource,
+            sub_resource: request.sub_resource,
+            operation: request.operation,
+            name: request.name,
+            namespace: request.namespace,
+            object: request.object.ok_or(ObjectError::Missing),
+            old_object: request.old_object.ok_or(ObjectError::Missing),
+        }
+    }
 }
 
 pub(super) fn read(body: &[u8]) -> Result<Review, BadReview> {
-    if let Ok(IncomingReview {
-        api_version,
-        kind,
-        request: Some(mut request),
-    }) = serde_json::from_slice::<IncomingReview>(body)
+    // UTF-8 checked once for the whole body, rather than string by string: a body that is not
+    // UTF-8 is not JSON, and the loose reading says so.
+    if let Ok(text) = std::str::from_utf8(body)
+        && let Ok(IncomingReview {
+            api_version,
+            kind,
+            request: Some(request),
+        }) = serde_json::from_str::<IncomingReview>(text)
         && api_version == REVIEW_API_VERSION
         && kind == REVIEW_KIND
     {
         // What kube's own conversion from a review does: the answer carries the review's type.
-        request.types = TypeMeta { api_version, kind };
-        return Ok(Review::new(request, |object| {
-            object.ok_or(ObjectError::Missing)
-        }));
+        return Ok(Review::typed(TypeMeta { api_version, kind }, request));
     }
     diagnose(body).map(|request| Review::new(request, reviewed))
 }
@@ -230,8 +286,19 @@ fn reviewed(object: Option<DynamicObject>) -> Reading {
         Some(s) if !s.is_object() => return Err(ObjectError::SpecNotAnObject),
         Some(s) => Some(RedisSpec::deserialize(s).map_err(|e| ObjectError::Decode(e.to_string()))?),
     };
+    let ObjectMeta {
+        name,
+        generate_name,
+        annotations,
+        ..
+    } = object.metadata;
     Ok(ReviewedRedis {
-        metadata: object.metadata,
+        metadata: Meta {
+            name,
+            generate_name,
+            deletion_protection: annotations
+                .and_then(|mut a| a.remove(DELETION_PROTECTION_ANNOTATION)),
+        },
         spec,
     })
 }
@@ -242,6 +309,7 @@ mod tests {
     use super::super::{Endpoint, answer, judge};
     use super::*;
     use api::Policy;
+    use serde_json::json;
 
     #[test]
     fn bad_bodies_are_bad_requests() {
@@ -291,23 +359,186 @@ mod tests {
                 old in prop_oneof![arbitrary_json(), arbitrary_json().prop_map(|spec| redis_object("r", spec))],
                 op in prop_oneof![Just("CREATE"), Just("UPDATE"), Just("DELETE")],
             ) {
-                let body = review(op, object, old);
-                for endpoint in [Endpoint::Mutate, Endpoint::Validate] {
-                    let typed = answer(endpoint, &Policy::default(), &body);
-                    let loose = diagnose(&body).map(|r| judge(endpoint, &Policy::default(), Review::new(r, reviewed)));
-                    match (typed, loose) {
-                        (Ok(typed), Ok(loose)) => {
-                            prop_assert_eq!(typed.outcome, loose.outcome);
-                            prop_assert_eq!(
-                                serde_json::to_value(&typed.review).map_err(|e| TestCaseError::fail(e.to_string()))?,
-                                serde_json::to_value(&loose.review).map_err(|e| TestCaseError::fail(e.to_string()))?
-                            );
-                        }
-                        (Err(typed), Err(loose)) => prop_assert_eq!(typed.to_string(), loose.to_string()),
-                        (typed, loose) => prop_assert!(false, "typed {:?} but loose {:?}", typed.map(|a| a.outcome), loose.map(|a| a.outcome)),
-                    }
+                decides_as_the_loose_reading(&review(op, object, old))?;
+            }
+
+            /// The skimmed parts (see `skim`): whatever they hold, the typed pass answers only
+            /// what the loose reading, which builds them, would answer.
+            #[test]
+            fn skimmed_metadata_and_request_fields_are_checked_as_kube_reads_them(
+                metadata in skimmed_metadata(),
+                old_metadata in skimmed_metadata(),
+                request in prop::collection::btree_map(
+                    prop_oneof![Just("userInfo"), Just("options"), Just("requestKind"), Just("requestResource"),
+                                Just("requestSubResource"), Just("dryRun")],
+                    prop_oneof![
+                        arbitrary_json(),
+                        Just(json!({"username": "u", "groups": ["g"], "extra": {"k": ["v"]}})),
+                        Just(json!({"extra": {"k": "v"}})),
+                        Just(json!({"group": "g", "version": "v", "kind": "k"})),
+                        Just(json!({"group": "g", "version": "v", "resource": "r", "api_version": 1})),
+                        Just(json!(["g", "v", "k"])),
+                    ],
+                    0..4,
+                ),
+                op in prop_oneof![Just("CREATE"), Just("UPDATE"), Just("DELETE")],
+            ) {
+                let object = |metadata: Value| json!({"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+                                                       "metadata": metadata, "spec": {"port": 6379}});
+                let mut body: Value = serde_json::from_slice(&review(op, object(metadata), object(old_metadata)))
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                for (key, value) in request {
+                    body["request"][key] = value;
                 }
+                decides_as_the_loose_reading(&serde_json::to_vec(&body).map_err(|e| TestCaseError::fail(e.to_string()))?)?;
             }
         }
+
+        /// Metadata with ObjectMeta's keys holding values of the right shape and of others.
+        fn skimmed_metadata() -> impl Strategy<Value = Value> {
+            let time = prop_oneof![
+                Just(json!("2026-11-20T09:14:07Z")),
+                Just(json!("yesterday")),
+                Just(json!(5))
+            ];
+            let entry = prop::collection::btree_map(
+                prop_oneof![
+                    Just("manager"),
+                    Just("operation"),
+                    Just("apiVersion"),
+                    Just("time"),
+                    Just("fieldsType"),
+                    Just("fieldsV1"),
+                    Just("subresource"),
+                    Just("other")
+                ],
+                prop_oneof![
+                    arbitrary_json(),
+                    time.clone(),
+                    Just(json!({"f:spec": {".": {}}}))
+                ],
+                0..5,
+            )
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()));
+            let strings = prop::collection::btree_map(
+                "[a-z./-]{0,6}",
+                prop_oneof![Just(json!("v")), arbitrary_json()],
+                0..3,
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect()));
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("name"),
+                    Just("generateName"),
+                    Just("namespace"),
+                    Just("annotations"),
+                    Just("labels"),
+                    Just("managedFields"),
+                    Just("finalizers"),
+                    Just("creationTimestamp"),
+                    Just("deletionTimestamp"),
+                    Just("generation"),
+                    Just("deletionGracePeriodSeconds"),
+                    Just("ownerReferences"),
+                    Just("uid"),
+                    Just("resourceVersion"),
+                    Just("selfLink"),
+                    Just("x")
+                ],
+                prop_oneof![
+                    arbitrary_json(),
+                    Just(json!("r")),
+                    Just(json!({"myapp.tangx.in/deletion-protection": "true"})),
+                    strings,
+                    prop::collection::vec(entry, 0..3).prop_map(Value::Array),
+                    time,
+                    Just(json!([{"apiVersion": "v1", "kind": "K", "name": "n", "uid": "u"}])),
+                    Just(json!([{"apiVersion": "v1", "kind": "K", "name": "n"}])),
+                ],
+                0..6,
+            )
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+        }
+    }
+
+    /// The typed pass and the loose reading answer `body` alike, on both endpoints.
+    fn decides_as_the_loose_reading(
+        body: &[u8],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prelude::*;
+        for endpoint in [Endpoint::Mutate, Endpoint::Validate] {
+            let typed = answer(endpoint, &Policy::default(), body);
+            let loose = diagnose(body)
+                .map(|r| judge(endpoint, &Policy::default(), Review::new(r, reviewed)));
+            match (typed, loose) {
+                (Ok(typed), Ok(loose)) => {
+                    prop_assert_eq!(typed.outcome, loose.outcome);
+                    prop_assert_eq!(
+                        serde_json::to_value(&typed.review)
+                            .map_err(|e| TestCaseError::fail(e.to_string()))?,
+                        serde_json::to_value(&loose.review)
+                            .map_err(|e| TestCaseError::fail(e.to_string()))?
+                    );
+                }
+                (Err(typed), Err(loose)) => prop_assert_eq!(typed.to_string(), loose.to_string()),
+                (typed, loose) => prop_assert!(
+                    false,
+                    "typed {:?} but loose {:?}",
+                    typed.map(|a| a.outcome),
+                    loose.map(|a| a.outcome)
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn what_the_loose_reading_refuses_the_typed_pass_does_not_answer() {
+        let cases = [
+            // A number serde_json cannot read as an f64, where kube keeps a `Value`.
+            (
+                json!({"metadata": {"managedFields": [{"fieldsV1": {"f:spec": 0}}]}}),
+                "1e400",
+            ),
+            (json!({"metadata": {"labels": {"a": 1}}}), ""),
+            (
+                json!({"metadata": {"annotations": {"myapp.tangx.in/deletion-protection": 1}}}),
+                "",
+            ),
+            (
+                json!({"metadata": {"managedFields": [{"time": "yesterday"}]}}),
+                "",
+            ),
+            (json!({"metadata": null}), ""),
+        ];
+        for (patch, replace) in cases {
+            let mut object = redis_object("r", json!({}));
+            for (k, v) in patch.as_object().into_iter().flatten() {
+                object[k] = match (object.get(k), v) {
+                    (Some(Value::Object(a)), Value::Object(b)) => {
+                        Value::Object(a.clone().into_iter().chain(b.clone()).collect())
+                    }
+                    _ => v.clone(),
+                };
+            }
+            let mut body = String::from_utf8(review("DELETE", Value::Null, object)).expect("UTF-8");
+            if !replace.is_empty() {
+                body = body.replace(r#"{"f:spec":0}"#, &format!(r#"{{"f:spec":{replace}}}"#));
+            }
+            assert!(diagnose(body.as_bytes()).is_err(), "{body}");
+            decides_as_the_loose_reading(body.as_bytes()).expect("alike");
+        }
+        let mut body: Value =
+            serde_json::from_slice(&review("CREATE", redis_object("r", json!({})), Value::Null))
+                .expect("decodes");
+        body["request"]["userInfo"] = json!({"groups": "g"});
+        let bytes = serde_json::to_vec(&body).expect("encodes");
+        assert!(diagnose(&bytes).is_err());
+        decides_as_the_loose_reading(&bytes).expect("alike");
+        let text = String::from_utf8(review("CREATE", redis_object("r", json!({})), Value::Null))
+            .expect("UTF-8")
+            .replace(r#""options":{"#, r#""options":{"x":1e400,"#);
+        assert!(diagnose(text.as_bytes()).is_err());
+        decides_as_the_loose_reading(text.as_bytes()).expect("alike");
     }
 }
