@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# make bench-webhook: AdmissionReviews/s and p50/p99 latency of redis-webhook over TLS with
-# keep-alive on loopback, for /validate and /mutate, beside a bare hyper+rustls server answering
-# a fixed AdmissionReview (the ceiling of this stack); also RSS under load and exec-to-ready time.
-# Prints figures; asserts nothing. Load stays on 127.0.0.1 and is bounded in time.
+# make bench-webhook: AdmissionReviews/s and p50/p99 latency over TLS with keep-alive on loopback
+# of three servers under the same load:
+#   - redis-webhook (this repository);
+#   - the same admission rules on Go's sigs.k8s.io/controller-runtime webhook package
+#     (hack/bench/controller-runtime-webhook/, built by hack/bench/controller-runtime-webhook.sh),
+#     the stack a kubebuilder user knows; before it is measured it must answer every review
+#     below, and more covering every rule, exactly as redis-webhook does (hack/bench/reviews.py
+#     check), or the bench stops;
+#   - a bare hyper+rustls server answering a fixed AdmissionReview (the ceiling of our stack).
+# Reviews (hack/bench/reviews.py): a CREATE to /validate (the tutorial's my-op-redis), a CREATE
+# to /mutate (empty spec: four defaults to add), and a realistic ~7 KiB UPDATE (object and
+# oldObject with managedFields, labels, a last-applied-configuration, status) to both.
+# Also each server's peak RSS under load and its time from exec to ready.
+# Prints figures; asserts nothing about them. Load stays on 127.0.0.1 and is bounded in time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -23,32 +33,52 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now_ns() { date +%s%N; }
 
 echo ">> building release binaries"
 cargo build --release --locked -q -p webhook --bin redis-webhook --example bare_tls_server
-webhook=target/release/redis-webhook
-bare=target/release/examples/bare_tls_server
+target_dir=${CARGO_TARGET_DIR:-target}
+webhook=$target_dir/release/redis-webhook
+bare=$target_dir/release/examples/bare_tls_server
+cr_webhook=$(hack/bench/controller-runtime-webhook.sh)
 "$webhook" gen-certs --out "$work/certs" --dns localhost --ip 127.0.0.1 >/dev/null
+python3 hack/bench/reviews.py write "$work/reviews"
+kib() { python3 -c "import os, sys; print(f'{os.path.getsize(sys.argv[1]) / 1024:.1f}')" "$1"; }
 
-review() { # review NAME SPEC_JSON
-  cat <<JSON
-{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"bench-$1","kind":{"group":"myapp.tangx.in","version":"v1","kind":"Redis"},"resource":{"group":"myapp.tangx.in","version":"v1","resource":"redis"},"name":"$1","namespace":"default","operation":"CREATE","userInfo":{"username":"bench","groups":["system:authenticated"]},"object":{"apiVersion":"myapp.tangx.in/v1","kind":"Redis","metadata":{"name":"$1","namespace":"default"},"spec":$2},"oldObject":null,"dryRun":false,"options":{"apiVersion":"meta.k8s.io/v1","kind":"CreateOptions"}}}
-JSON
-}
-review my-op-redis '{"replicas":2,"image":"redis:5-alpine","port":8333,"imagePullPolicy":"IfNotPresent"}' >"$work/validate.json"
-review defaults '{}' >"$work/mutate.json"
-
-port=$(free_port) ops=$(free_port) bare_port=$(free_port)
-start_ns=$(date +%s%N)
-taskset -c "$server_cpus" "$webhook" --bind "127.0.0.1:$port" --metrics-bind "127.0.0.1:$ops" \
-  --tls-cert-file "$work/certs/tls.crt" --tls-key-file "$work/certs/tls.key" 2>"$work/webhook.log" &
+# Start each server pinned to the server CPU and time exec -> ready (each one's own readiness
+# check: redis-webhook's and controller-runtime's plain-HTTP /readyz, whose check dials the TLS
+# port; for the bare server, a completed HTTPS request).
+tls=(--tls-cert-file "$work/certs/tls.crt" --tls-key-file "$work/certs/tls.key")
+port=$(free_port) ops=$(free_port)
+start_ns=$(now_ns)
+taskset -c "$server_cpus" "$webhook" --bind "127.0.0.1:$port" --metrics-bind "127.0.0.1:$ops" "${tls[@]}" 2>"$work/webhook.log" &
 webhook_pid=$!
 pids+=("$webhook_pid")
 until curl -sf "http://127.0.0.1:$ops/readyz" >/dev/null; do sleep 0.002; done
-ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+webhook_ready_ms=$(( ($(now_ns) - start_ns) / 1000000 ))
+
+cr_port=$(free_port) cr_ops=$(free_port)
+start_ns=$(now_ns)
+taskset -c "$server_cpus" "$cr_webhook" --bind "127.0.0.1:$cr_port" --metrics-bind "127.0.0.1:$cr_ops" "${tls[@]}" 2>"$work/cr-webhook.log" &
+cr_pid=$!
+pids+=("$cr_pid")
+until curl -sf "http://127.0.0.1:$cr_ops/readyz" >/dev/null; do
+  kill -0 "$cr_pid" 2>/dev/null || { cat "$work/cr-webhook.log" >&2; echo "controller-runtime-webhook exited" >&2; exit 1; }
+  sleep 0.002
+done
+cr_ready_ms=$(( ($(now_ns) - start_ns) / 1000000 ))
+
+bare_port=$(free_port)
+start_ns=$(now_ns)
 taskset -c "$server_cpus" "$bare" "127.0.0.1:$bare_port" "$work/certs/tls.crt" "$work/certs/tls.key" &
-pids+=("$!")
-until curl -sk -o /dev/null "https://127.0.0.1:$bare_port/"; do sleep 0.01; done
+bare_pid=$!
+pids+=("$bare_pid")
+until curl -sk -o /dev/null "https://127.0.0.1:$bare_port/"; do sleep 0.002; done
+bare_ready_ms=$(( ($(now_ns) - start_ns) / 1000000 ))
+
+echo ">> checking that controller-runtime-webhook answers as redis-webhook does"
+python3 hack/bench/reviews.py check "$work/reviews" "$work/certs/ca.crt" \
+  "https://localhost:$port" "https://localhost:$cr_port"
 
 load() { # load URL BODY -> "rps p50_ms p99_ms"
   taskset -c "$load_cpus" "$oha" --no-tui --output-format json -z "$duration" -c "$connections" --insecure \
@@ -65,24 +95,70 @@ print(f'{r["summary"]["requestsPerSec"]:.0f} {p["p50"]*1000:.3f} {p["p99"]*1000:
 PY
 }
 
-echo ">> load: $connections keep-alive connections, $rounds rounds of $duration per target, interleaved;"
-echo "   servers pinned to CPU $server_cpus, oha to CPU $load_cpus; the median round is reported"
-for target in bare validate mutate; do : >"$work/$target.rounds"; done
+# Runs: NAME URL BODY. The bare server reads each body and ignores it: its two runs give the
+# ceiling for a small and for a ~7 KiB request.
+runs=(
+  "bare-create https://127.0.0.1:$bare_port/validate $work/reviews/validate.json"
+  "bare-update https://127.0.0.1:$bare_port/validate $work/reviews/update.json"
+)
+for t in ours:$port cr:$cr_port; do
+  runs+=(
+    "${t%%:*}-validate-create https://127.0.0.1:${t#*:}/validate $work/reviews/validate.json"
+    "${t%%:*}-mutate-create https://127.0.0.1:${t#*:}/mutate $work/reviews/mutate.json"
+    "${t%%:*}-validate-update https://127.0.0.1:${t#*:}/validate $work/reviews/update.json"
+    "${t%%:*}-mutate-update https://127.0.0.1:${t#*:}/mutate $work/reviews/update.json"
+  )
+done
+echo ">> load: $connections keep-alive connections, $rounds rounds of $duration per run, interleaved;"
+echo "   servers pinned to CPU $server_cpus, oha to CPU $load_cpus; the median round (by reviews/s) is reported"
+for run in "${runs[@]}"; do : >"$work/${run%% *}.rounds"; done
 for _ in $(seq "$rounds"); do
-  load "https://127.0.0.1:$bare_port/validate" "$work/validate.json" >>"$work/bare.rounds"
-  load "https://127.0.0.1:$port/validate" "$work/validate.json" >>"$work/validate.rounds"
-  load "https://127.0.0.1:$port/mutate" "$work/mutate.json" >>"$work/mutate.rounds"
+  for run in "${runs[@]}"; do
+    read -r name url body <<<"$run"
+    load "$url" "$body" >>"$work/$name.rounds"
+  done
 done
 median() { sort -n "$1" | awk '{ rows[NR] = $0 } END { print rows[int((NR + 1) / 2)] }'; }
-read -r bare_rps bare_p50 bare_p99 < <(median "$work/bare.rounds")
-read -r val_rps val_p50 val_p99 < <(median "$work/validate.rounds")
-read -r mut_rps mut_p50 mut_p99 < <(median "$work/mutate.rounds")
-rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$webhook_pid/status")
+rss_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+ratio() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(f'{a / b:.2f}' if b else '-')" "$1" "$2"; }
 
-printf '\n%-28s %12s %10s %10s %8s\n' "target" "reviews/s" "p50 ms" "p99 ms" "ratio"
-printf '%-28s %12s %10s %10s %8s\n' "bare hyper+rustls (ceiling)" "$bare_rps" "$bare_p50" "$bare_p99" "1.00"
-printf '%-28s %12s %10s %10s %8.2f\n' "redis-webhook /validate" "$val_rps" "$val_p50" "$val_p99" "$(python3 -c "print($val_rps/$bare_rps)")"
-printf '%-28s %12s %10s %10s %8.2f\n' "redis-webhook /mutate" "$mut_rps" "$mut_p50" "$mut_p99" "$(python3 -c "print($mut_rps/$bare_rps)")"
-printf '\nrounds (reviews/s): bare %s; validate %s; mutate %s\n' "$(cut -d' ' -f1 "$work/bare.rounds" | xargs)" \
-  "$(cut -d' ' -f1 "$work/validate.rounds" | xargs)" "$(cut -d' ' -f1 "$work/mutate.rounds" | xargs)"
-printf 'redis-webhook peak RSS under load: %s MiB; exec to ready: %s ms\n' "$(( rss_kb / 1024 ))" "$ready_ms"
+declare -A rps p50 p99
+for run in "${runs[@]}"; do
+  name=${run%% *}
+  read -r rps[$name] p50[$name] p99[$name] < <(median "$work/$name.rounds")
+done
+webhook_rss=$(rss_mib "$webhook_pid") cr_rss=$(rss_mib "$cr_pid") bare_rss=$(rss_mib "$bare_pid")
+
+create_kib=$(kib "$work/reviews/validate.json") update_kib=$(kib "$work/reviews/update.json")
+printf '\n%-34s %-26s %10s %9s %9s %8s\n' "target" "review" "reviews/s" "p50 ms" "p99 ms" "vs bare"
+row() { # row LABEL REVIEW RUN BARE_RUN
+  printf '%-34s %-26s %10s %9s %9s %8s\n' "$1" "$2" "${rps[$3]}" "${p50[$3]}" "${p99[$3]}" "$(ratio "${rps[$3]}" "${rps[$4]}")"
+}
+row "bare hyper+rustls (ceiling)" "CREATE (${create_kib} KiB)" bare-create bare-create
+row "bare hyper+rustls (ceiling)" "UPDATE (${update_kib} KiB)" bare-update bare-update
+for t in ours:redis-webhook cr:controller-runtime; do
+  row "${t#*:} /validate" "CREATE my-op-redis" "${t%%:*}-validate-create" bare-create
+  row "${t#*:} /mutate" "CREATE empty spec (patch)" "${t%%:*}-mutate-create" bare-create
+  row "${t#*:} /validate" "UPDATE replicas 3->5" "${t%%:*}-validate-update" bare-update
+  row "${t#*:} /mutate" "UPDATE (no patch)" "${t%%:*}-mutate-update" bare-update
+done
+
+printf '\n%-34s %-26s %14s %14s\n' "redis-webhook / controller-runtime" "review" "reviews/s" "p99 latency"
+for r in validate-create:"/validate CREATE" mutate-create:"/mutate CREATE" validate-update:"/validate UPDATE" mutate-update:"/mutate UPDATE"; do
+  printf '%-34s %-26s %13sx %13sx\n' "" "${r#*:}" "$(ratio "${rps[ours-${r%%:*}]}" "${rps[cr-${r%%:*}]}")" \
+    "$(ratio "${p99[ours-${r%%:*}]}" "${p99[cr-${r%%:*}]}")"
+done
+
+echo "(reviews/s above 1: redis-webhook answers more; p99 below 1: redis-webhook's slowest answers are faster)"
+
+printf '\n%-34s %18s %14s\n' "process" "peak RSS (MiB)" "exec->ready ms"
+printf '%-34s %18s %14s\n' "bare hyper+rustls" "$bare_rss" "$bare_ready_ms"
+printf '%-34s %18s %14s\n' "redis-webhook" "$webhook_rss" "$webhook_ready_ms"
+printf '%-34s %18s %14s\n' "controller-runtime-webhook" "$cr_rss" "$cr_ready_ms"
+printf 'RSS ratio redis-webhook / controller-runtime: %sx; redis-webhook / bare: %sx\n' \
+  "$(ratio "$webhook_rss" "$cr_rss")" "$(ratio "$webhook_rss" "$bare_rss")"
+
+printf '\nrounds (reviews/s):\n'
+for run in "${runs[@]}"; do
+  printf '  %-22s %s\n' "${run%% *}" "$(cut -d' ' -f1 "$work/${run%% *}.rounds" | xargs)"
+done
