@@ -15,6 +15,7 @@ pub mod storage;
 pub mod types;
 pub mod validation;
 
+pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};
 pub use types::{
     AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodDisruptionBudgetSpec, Redis, RedisSpec,
     RedisStatus, ReplicationSpec, SecretKeyRef,

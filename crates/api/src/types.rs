@@ -112,6 +112,10 @@ pub struct RedisSpec {
     /// The PodDisruptionBudget the operator keeps for this Redis's pods (voluntary disruptions such as node drains). Defaults to maxUnavailable 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
+
+    /// Persistence: each pod gets its own PersistentVolumeClaim `data-<name>-<ordinal>`, mounted at /data, instead of an emptyDir that is lost with the pod. Claims are kept when the Redis is deleted or scaled down unless `retention` says Delete. Not set: no claims (data lives as long as the pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<crate::storage::StorageSpec>,
 }
 
 /// How the pods of a Redis relate to each other.

@@ -131,6 +131,19 @@ impl Policy {
             violations: Vec::new(),
             warnings: warnings(new, &image),
         };
+        // Claims exist already: they grow but never shrink or move (never ratcheted).
+        verdict
+            .violations
+            .extend(storage_update_violations(&new.spec, &old.spec));
+        match (&old.spec.storage, &new.spec.storage) {
+            (None, Some(_)) => verdict.warnings.push(
+                "spec.storage: the pods are replaced one at a time onto new, empty claims; what they hold in memory and their emptyDir is not copied".to_owned(),
+            ),
+            (Some(_), None) => verdict.warnings.push(
+                "spec.storage: removed; the pods are replaced onto emptyDir volumes and the claims are kept (delete them by hand)".to_owned(),
+            ),
+            _ => {}
+        }
         let violations = self.object_violations(new, &image);
         if violations.is_empty() {
             return verdict;
@@ -254,6 +267,7 @@ impl Policy {
         violations.extend(replication_violations(spec));
         violations.extend(auth_violations(spec));
         violations.extend(pdb_violations(spec));
+        violations.extend(storage_violations(spec));
         violations
     }
 
@@ -434,6 +448,36 @@ fn secret_key_problem(key: &str) -> Result<(), String> {
 }
 
 /// `spec.podDisruptionBudget.maxUnavailable`: a count >= 0 or a percentage `0%`..`100%`.
+/// `spec.storage`: a size that is a quantity above zero, access modes a pod can write through.
+fn storage_violations(spec: &RedisSpec) -> Vec<Violation> {
+    let Some(storage) = &spec.storage else {
+        return Vec::new();
+    };
+    crate::storage::storage_violations(storage)
+        .into_iter()
+        .map(|(field, message)| {
+            let value = match field.as_str() {
+                "size" => storage.size.0.clone(),
+                _ => format!("{:?}", storage.access_modes()),
+            };
+            Violation::new(format!("spec.storage.{field}"), value, message)
+        })
+        .collect()
+}
+
+/// UPDATE of `spec.storage` while claims may exist: see [`crate::storage::storage_update_violations`].
+fn storage_update_violations(new: &RedisSpec, old: &RedisSpec) -> Vec<Violation> {
+    let (Some(new), Some(old)) = (&new.storage, &old.storage) else {
+        return Vec::new();
+    };
+    crate::storage::storage_update_violations(old, new)
+        .into_iter()
+        .map(|(field, message)| {
+            Violation::new(format!("spec.storage.{field}"), &new.size.0, message)
+        })
+        .collect()
+}
+
 fn pdb_violations(spec: &RedisSpec) -> Vec<Violation> {
     let Some(max) = spec
         .pod_disruption_budget
@@ -998,6 +1042,39 @@ mod tests {
     }
 
     /// A Replication Redis that passes every rule without a warning.
+    #[test]
+    fn storage_sizes_are_checked_and_only_grow() {
+        let policy = Policy::default();
+        let bad = redis(
+            "r",
+            json!({"storage": {"size": "lots", "accessModes": ["ReadOnlyMany"]}}),
+        );
+        let verdict = policy.validate_create(&bad);
+        assert_eq!(
+            fields(&verdict),
+            ["spec.storage.size", "spec.storage.accessModes[0]"]
+        );
+        let small = redis("r", json!({"storage": {"size": "1Gi"}}));
+        let big = redis("r", json!({"storage": {"size": "2Gi"}}));
+        assert!(policy.validate_update(&big, &small).allowed());
+        let shrink = policy.validate_update(&small, &big);
+        assert_eq!(fields(&shrink), ["spec.storage.size"]);
+        assert!(
+            shrink.message().contains("cannot shrink from 2Gi to 1Gi"),
+            "{}",
+            shrink.message()
+        );
+        let added = policy.validate_update(&small, &redis("r", json!({})));
+        assert!(added.allowed());
+        assert!(
+            added
+                .warnings
+                .iter()
+                .any(|w| w.contains("new, empty claims")),
+            "{added:?}"
+        );
+    }
+
     fn replicated(extra: serde_json::Value) -> Redis {
         let mut spec = json!({
             "replicas": 3, "image": "redis:7.2-alpine", "mode": "Replication",
