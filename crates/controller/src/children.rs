@@ -18,7 +18,7 @@ use crate::reconcile::FIELD_MANAGER;
 use api::pods::{ROLE_PRIMARY, ROLE_REPLICA, role_selector, selector_labels};
 use api::{Mode, Redis};
 use futures::{Stream, StreamExt, future};
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -255,6 +255,8 @@ fn controlled_by<K: Resource>(obj: &K, uid: &str) -> bool {
 pub struct Stores {
     pub services: Store<Service>,
     pub pdbs: Store<PodDisruptionBudget>,
+    /// The claims of Redis with `spec.storage` (see `storage`).
+    pub claims: Store<PersistentVolumeClaim>,
 }
 
 impl Stores {
@@ -264,6 +266,7 @@ impl Stores {
         Stores {
             services: reflector::store::Writer::default().as_reader(),
             pdbs: reflector::store::Writer::default().as_reader(),
+            claims: reflector::store::Writer::default().as_reader(),
         }
     }
 }
@@ -274,6 +277,9 @@ pub struct Watches<S, P> {
     pub stores: Stores,
     pub services: S,
     pub pdbs: P,
+    /// Claims are not owned through a controller reference: their changes are mapped to the
+    /// Redis by their instance label (`storage::redis_for_claim`).
+    pub claims: Events<PersistentVolumeClaim>,
     pub tasks: WatchTasks,
 }
 
@@ -304,27 +310,35 @@ pub async fn watch(
 > {
     let (services, service_events, service_task) = cached_watch::<Service>(client, namespace);
     let (pdbs, pdb_events, pdb_task) = cached_watch::<PodDisruptionBudget>(client, namespace);
+    let (claims, claim_events, claim_task) =
+        cached_watch::<PersistentVolumeClaim>(client, namespace);
     let watches = Watches {
-        stores: Stores { services, pdbs },
+        stores: Stores {
+            services,
+            pdbs,
+            claims,
+        },
         services: service_events,
         pdbs: pdb_events,
-        tasks: WatchTasks(vec![service_task, pdb_task]),
+        claims: claim_events,
+        tasks: WatchTasks(vec![service_task, pdb_task, claim_task]),
     };
-    let ready = futures::future::try_join(
+    let ready = futures::future::try_join3(
         watches.stores.services.wait_until_ready(),
         watches.stores.pdbs.wait_until_ready(),
+        watches.stores.claims.wait_until_ready(),
     )
     .await;
     if ready.is_err() {
         watches.tasks.abort();
         return Err(Error::IncompleteObject(
-            "Service and PodDisruptionBudget caches",
+            "Service, PodDisruptionBudget and PersistentVolumeClaim caches",
         ));
     }
     Ok(watches)
 }
 
-type Events<K> = futures::stream::BoxStream<'static, Result<K, watcher::Error>>;
+pub type Events<K> = futures::stream::BoxStream<'static, Result<K, watcher::Error>>;
 
 fn cached_watch<K>(
     client: &Client,

@@ -6,8 +6,8 @@ use api::pods::{pod_labels, pod_name};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    Pod, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretKeySelector, SecurityContext,
-    Volume, VolumeMount,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, SeccompProfile,
+    SecretKeySelector, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -30,7 +30,7 @@ const REDIS_GID: i64 = 999;
 pub const PASSWORD_ENV: &str = "REDIS_PASSWORD";
 /// The variable `redis-cli` (the probes) reads its password from.
 const REDISCLI_AUTH_ENV: &str = "REDISCLI_AUTH";
-const DATA_VOLUME: &str = "data";
+const DATA_VOLUME: &str = api::storage::DATA_VOLUME;
 const DATA_PATH: &str = "/data";
 
 /// The pod spec every pod of this Redis runs (the same for all ordinals).
@@ -54,6 +54,14 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             FENCE_HOST.to_owned(),
             FENCE_PORT.to_string(),
         ]);
+    }
+    // Persistence: the working directory on the claim (where dump.rdb and the append-only files
+    // go; the images' own working directory is not something to rely on), and the AOF if asked.
+    if let Some(storage) = &spec.storage {
+        args.extend(["--dir".to_owned(), DATA_PATH.to_owned()]);
+        if storage.append_only() {
+            args.extend(["--appendonly".to_owned(), "yes".to_owned()]);
+        }
     }
     // Auth: the kubelet expands `$(REDIS_PASSWORD)` from the container's environment, which
     // reads the Secret; the pod spec names the Secret only, never the password. A rotation
@@ -151,15 +159,31 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             }),
             ..PodSecurityContext::default()
         }),
-        volumes: Some(vec![Volume {
-            name: DATA_VOLUME.into(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
-            ..Volume::default()
-        }]),
+        volumes: Some(vec![data_volume(spec)]),
         // Redis never talks to the API server.
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
         ..PodSpec::default()
+    }
+}
+
+/// `/data`: an emptyDir, or with `spec.storage` the ordinal's claim. The claim's name is left
+/// empty here, so the spec (and its hash) is the same for every ordinal; [`desired_pod`] names it.
+fn data_volume(spec: &RedisSpec) -> Volume {
+    match &spec.storage {
+        Some(_) => Volume {
+            name: DATA_VOLUME.into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: String::new(),
+                read_only: None,
+            }),
+            ..Volume::default()
+        },
+        None => Volume {
+            name: DATA_VOLUME.into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        },
     }
 }
 
@@ -179,6 +203,12 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
     let mut owner = redis.controller_owner_ref(&())?;
     // Foreground deletion of the Redis waits for its pods (needs update on redis/finalizers).
     owner.block_owner_deletion = Some(true);
+    let mut spec = spec.clone();
+    for volume in spec.volumes.iter_mut().flatten() {
+        if let Some(claim) = volume.persistent_volume_claim.as_mut() {
+            claim.claim_name = api::storage::claim_name(name, ordinal);
+        }
+    }
     Some(Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(name, ordinal)),
@@ -191,7 +221,7 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
-        spec: Some(spec.clone()),
+        spec: Some(spec),
         status: None,
     })
 }
@@ -200,6 +230,37 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn with_storage_each_pod_mounts_its_own_claim_and_the_hash_is_shared() {
+        let r = redis(json!({"replicas": 2, "storage": {"size": "1Gi", "appendOnly": true}}));
+        let spec = pod_spec(&r.spec);
+        let hash = spec_hash(&spec);
+        let claim_of = |ordinal| {
+            let pod = desired_pod(&r, ordinal, &spec, &hash).expect("pod");
+            let volumes = pod.spec.and_then(|s| s.volumes).expect("volumes");
+            volumes[0]
+                .persistent_volume_claim
+                .as_ref()
+                .map(|c| c.claim_name.clone())
+        };
+        assert_eq!(claim_of(0).as_deref(), Some("data-my-op-redis-0"));
+        assert_eq!(claim_of(1).as_deref(), Some("data-my-op-redis-1"));
+        let args = spec.containers[0].args.clone().unwrap_or_default();
+        assert!(args.windows(2).any(|w| w == ["--dir", "/data"]), "{args:?}");
+        assert!(
+            args.windows(2).any(|w| w == ["--appendonly", "yes"]),
+            "{args:?}"
+        );
+        // Without storage: the emptyDir, and a different hash (pods are replaced onto claims).
+        let plain = pod_spec(&redis(json!({"replicas": 2})).spec);
+        assert!(
+            plain.volumes.as_ref().expect("volumes")[0]
+                .empty_dir
+                .is_some()
+        );
+        assert_ne!(spec_hash(&plain), hash);
+    }
 
     fn redis(spec: serde_json::Value) -> Redis {
         let mut r = Redis::new("my-op-redis", serde_json::from_value(spec).expect("spec"));

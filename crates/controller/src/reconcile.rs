@@ -304,6 +304,22 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let mut pass = PassOutcome::default();
     // The password first (a rotation is set on the pods before anything talks to them), then
     // the roles: a primary whose pod the plan is about to remove hands over before it goes.
+    // The claims (`spec.storage`) before the pods that mount them.
+    let claims = pass.keep_going(
+        crate::storage::apply(&ctx.client, &ctx.children.claims, redis, replicas, &owned).await,
+    );
+    if let Some(report) = claims.as_ref().filter(|r| !r.written.is_empty()) {
+        publish(
+            ctx,
+            &reference,
+            None,
+            EventType::Normal,
+            "ClaimsChanged",
+            "Provision",
+            format!("Claims: {}", report.written.join(", ")),
+        )
+        .await;
+    }
     let auth = pass.keep_going(settle_auth(redis, ctx, &reference, &owned).await);
     let replication = match &auth {
         // Without a password that works, a pod that refuses it would look dead: wait.
@@ -375,6 +391,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     );
     let status = crate::status::with_replication(status, replication.as_ref(), stored, now());
     let status = crate::auth::with_failure(status, auth_failure.as_deref(), stored, now());
+    let status = crate::storage::with_condition(status, claims.as_ref(), stored, now());
     if stored != Some(&status) {
         write_status(redis, ctx, namespace, name, &status).await?;
     }

@@ -126,6 +126,10 @@ pub async fn run(
         .owns_stream(pod_events)
         .owns_stream(children.services)
         .owns_stream(children.pdbs)
+        .watches_stream(children.claims, {
+            let resource = crate::watched::resource();
+            move |claim| crate::storage::redis_for_claim(&resource, &claim)
+        })
         .watches_stream(secret_events, move |secret| {
             crate::auth::redis_for_secret(&named_by.0, &named_by.1, &secret)
         })
