@@ -1,0 +1,297 @@
+//! Persistence (`spec.storage`) on the real node, with the bed's default StorageClass: data
+//! outlives its pod, scaled-down ordinals keep their claims (Retain) until they come back, and
+//! deleting the Redis keeps or deletes the claims as `retention.whenDeleted` says.
+
+use std::time::Duration;
+
+use api::Redis;
+use e2e::node::{self, REDIS_IMAGE};
+use e2e::{Context, Error, TestNamespace, seen, wait_for};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(120);
+const PORT: u16 = 6379;
+
+async fn create(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: i32,
+    storage: serde_json::Value,
+) -> Result<(), Error> {
+    let redis: Redis = serde_json::from_value(json!({
+        "apiVersion": "myapp.tangx.in/v1",
+        "kind": "Redis",
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "image": REDIS_IMAGE, "port": PORT, "storage": storage},
+    }))
+    .expect("a valid Redis");
+    ns.api::<Redis>()
+        .create(&PostParams::default(), &redis)
+        .await
+        .context(format!("creating {name}"))?;
+    Ok(())
+}
+
+/// Waits until the Redis has exactly `replicas` Ready pods, each on its claim; returns them by ordinal.
+async fn serving(ns: &TestNamespace, name: &str, replicas: usize) -> Result<Vec<Pod>, Error> {
+    wait_for(
+        &format!("{name}: {replicas} Ready pods on their claims"),
+        CONVERGE,
+        || async {
+            let mut pods = node::pods_of(ns, name).await?;
+            pods.sort_by_key(|p| p.name_any());
+            let on_claims = pods.iter().all(|p| {
+                let claim = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.volumes.as_ref())
+                    .and_then(|v| v.iter().find(|v| v.name == "data"))
+                    .and_then(|v| v.persistent_volume_claim.as_ref())
+                    .map(|c| c.claim_name.clone());
+                claim == Some(format!("data-{}", p.name_any()))
+            });
+            if pods.len() == replicas
+                && on_claims
+                && pods
+                    .iter()
+                    .all(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none())
+            {
+                Ok(pods)
+            } else {
+                Err(node::describe(&pods))
+            }
+        },
+    )
+    .await
+}
+
+async fn cli(pod: &Pod, args: &[&str]) -> Result<String, Error> {
+    let ip = node::pod_ip(pod).unwrap_or_default().to_owned();
+    node::redis_cli(&ip, PORT, args)
+        .await
+        .map_err(|reason| Error::Process {
+            what: format!("talking to {}", pod.name_any()),
+            reason,
+        })
+}
+
+async fn claim_names(ns: &TestNamespace, name: &str) -> Result<Vec<String>, Error> {
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let mut names: Vec<String> = claims
+        .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={name}")))
+        .await
+        .context("listing claims")?
+        .items
+        .iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .map(ResourceExt::name_any)
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+async fn scale(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Error> {
+    ns.api::<Redis>()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .context(format!("scaling {name} to {replicas}"))?;
+    Ok(())
+}
+
+async fn gone(ns: &TestNamespace, name: &str) -> Result<(), Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(&format!("{name} gone"), CONVERGE, || async {
+        match redis.get_opt(name).await.map_err(seen)? {
+            None => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await
+}
+
+/// Keys written with appendonly survive the pod: the new pod of the ordinal mounts the same
+/// claim and loads them, without a save.
+#[tokio::test]
+async fn data_outlives_its_pod() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("storage-pod").await?;
+    create(&ns, "kept", 1, json!({"size": "64Mi", "appendOnly": true})).await?;
+    let pods = serving(&ns, "kept", 1).await?;
+    assert_eq!(
+        cli(&pods[0], &["CONFIG", "GET", "appendonly"]).await?,
+        "appendonly\nyes"
+    );
+    assert_eq!(cli(&pods[0], &["SET", "k", "v"]).await?, "OK");
+    let first_uid = pods[0].uid();
+    ns.api::<Pod>()
+        .delete("kept-0", &Default::default())
+        .await
+        .context("deleting kept-0")?;
+    let pods = wait_for("kept-0 replaced", CONVERGE, || async {
+        let pods = serving(&ns, "kept", 1).await.map_err(|e| e.to_string())?;
+        if pods[0].uid() != first_uid {
+            Ok(pods)
+        } else {
+            Err("the old pod".to_owned())
+        }
+    })
+    .await?;
+    assert_eq!(cli(&pods[0], &["GET", "k"]).await?, "v");
+    Ok(())
+}
+
+/// Retain on scale-down keeps the claims of ordinals 1 and 2, and scaling up finds their data;
+/// Delete on deletion then takes every claim with the Redis.
+#[tokio::test]
+async fn scaled_down_ordinals_keep_their_data_and_deletion_takes_the_claims() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("storage-scale").await?;
+    create(
+        &ns,
+        "scaled",
+        3,
+        json!({"size": "64Mi", "appendOnly": true, "retention": {"whenDeleted": "Delete"}}),
+    )
+    .await?;
+    let pods = serving(&ns, "scaled", 3).await?;
+    for pod in &pods {
+        assert_eq!(cli(pod, &["SET", "owner", &pod.name_any()]).await?, "OK");
+    }
+    scale(&ns, "scaled", 1).await?;
+    serving(&ns, "scaled", 1).await?;
+    assert_eq!(
+        claim_names(&ns, "scaled").await?,
+        ["data-scaled-0", "data-scaled-1", "data-scaled-2"],
+        "whenScaled Retain keeps the claims"
+    );
+    scale(&ns, "scaled", 3).await?;
+    let pods = serving(&ns, "scaled", 3).await?;
+    for pod in &pods {
+        assert_eq!(cli(pod, &["GET", "owner"]).await?, pod.name_any());
+    }
+
+    ns.api::<Redis>()
+        .delete("scaled", &Default::default())
+        .await
+        .context("deleting scaled")?;
+    gone(&ns, "scaled").await?;
+    wait_for("the claims deleted with the Redis", CONVERGE, || async {
+        let left = claim_names(&ns, "scaled")
+            .await
+            .map_err(|e| e.to_string())?;
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await
+}
+
+/// Retain on deletion keeps the claims, and a Redis created again with the same name serves the
+/// old data; whenScaled Delete removes a scaled-down ordinal's claim once its pod is gone.
+#[tokio::test]
+async fn retained_claims_bring_the_data_back_to_a_new_redis() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("storage-retain").await?;
+    let storage =
+        json!({"size": "64Mi", "appendOnly": true, "retention": {"whenScaled": "Delete"}});
+    create(&ns, "again", 2, storage.clone()).await?;
+    let pods = serving(&ns, "again", 2).await?;
+    assert_eq!(cli(&pods[0], &["SET", "k", "from-the-first"]).await?, "OK");
+    scale(&ns, "again", 1).await?;
+    serving(&ns, "again", 1).await?;
+    wait_for(
+        "data-again-1 deleted (whenScaled Delete)",
+        CONVERGE,
+        || async {
+            let left = claim_names(&ns, "again").await.map_err(|e| e.to_string())?;
+            if left == ["data-again-0"] {
+                Ok(())
+            } else {
+                Err(format!("{left:?}"))
+            }
+        },
+    )
+    .await?;
+
+    ns.api::<Redis>()
+        .delete("again", &Default::default())
+        .await
+        .context("deleting again")?;
+    gone(&ns, "again").await?;
+    assert_eq!(
+        claim_names(&ns, "again").await?,
+        ["data-again-0"],
+        "whenDeleted Retain"
+    );
+    create(&ns, "again", 1, storage).await?;
+    let pods = serving(&ns, "again", 1).await?;
+    assert_eq!(cli(&pods[0], &["GET", "k"]).await?, "from-the-first");
+    Ok(())
+}
+
+/// A larger size on a class that cannot expand is a condition, not a silent no-op; a smaller
+/// size is refused at admission.
+#[tokio::test]
+async fn sizes_grow_only_where_the_class_allows() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("storage-size").await?;
+    create(&ns, "sized", 1, json!({"size": "64Mi"})).await?;
+    serving(&ns, "sized", 1).await?;
+    let redis: Api<Redis> = ns.api();
+    let shrink = redis
+        .patch(
+            "sized",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storage": {"size": "32Mi"}}})),
+        )
+        .await;
+    match shrink {
+        Err(kube::Error::Api(status)) => assert!(
+            status.message.contains("spec.storage.size")
+                && status.message.contains("cannot shrink"),
+            "{status:?}"
+        ),
+        other => panic!("shrinking should be refused: {other:?}"),
+    }
+    redis
+        .patch(
+            "sized",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storage": {"size": "128Mi"}}})),
+        )
+        .await
+        .context("growing sized")?;
+    wait_for(
+        "StorageResized=False naming the claim",
+        CONVERGE,
+        || async {
+            let status = redis
+                .get("sized")
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let condition = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "StorageResized");
+            match condition {
+                Some(c)
+                    if c.status == "False"
+                        && c.reason == "ExpansionNotAllowed"
+                        && c.message.contains("data-sized-0")
+                        && c.message.contains("bed-local") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await
+}
