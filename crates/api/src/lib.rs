@@ -31,6 +31,19 @@ pub const FINALIZER: &str = "myapp.tangx.in/cleanup";
 /// While this annotation is `"true"`, the validating webhook refuses to delete the `Redis`.
 pub const DELETION_PROTECTION_ANNOTATION: &str = "myapp.tangx.in/deletion-protection";
 
+/// While this annotation is `"true"`, the controller makes no writes for the `Redis` (its pods,
+/// claims, Services, roles and status stay as they are) except to say so in the Ready condition
+/// and to honour a deletion.
+pub const PAUSED_ANNOTATION: &str = "myapp.tangx.in/paused";
+
+/// Whether the object's metadata pauses it ([`PAUSED_ANNOTATION`] is `"true"`, any case).
+pub fn is_paused(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(PAUSED_ANNOTATION))
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// The one error type of this crate.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -289,6 +289,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     if let Some(left) = ctx.terminating().remaining(namespace, Instant::now()) {
         return Ok(Requeue::requeue(left));
     }
+    if api::is_paused(&redis.metadata) {
+        return paused(redis, ctx, namespace, name).await;
+    }
     // The Services and the PodDisruptionBudget (`children`). Their failure must not hold back
     // the pods, so it is returned last.
     let children = crate::children::apply(&ctx.client, &ctx.children, redis).await;
@@ -406,6 +409,24 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     } else {
         Requeue::requeue(next_pass)
     })
+}
+
+/// A paused Redis: no pod, claim, child, role or password write; only the Ready condition says
+/// `Paused` (one status write, when it did not already). Failover timing starts afresh on resume.
+async fn paused(
+    redis: &Redis,
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Requeue, Error> {
+    ctx.replication
+        .forget(redis.metadata.uid.as_deref().unwrap_or_default());
+    let stored = redis.status.as_ref();
+    let status = crate::status::with_paused(stored.cloned().unwrap_or_default(), stored, now());
+    if stored != Some(&status) {
+        write_status(redis, ctx, namespace, name, &status).await?;
+    }
+    Ok(Requeue::await_change())
 }
 
 /// What one pass of [`apply`] came to so far: the pod writes it made, and the first error, which

@@ -200,10 +200,12 @@ where
     }
 }
 
-/// Changes that need a reconcile: the spec (generation), and the finalizer or deletion state.
+/// Changes that need a reconcile: the spec (generation), the finalizer or deletion state, and
+/// pausing or resuming (an annotation, which moves no generation).
 fn spec_or_lifecycle(redis: &DynamicObject) -> Option<u64> {
     let mut hasher = DefaultHasher::new();
     predicates::generation(redis).hash(&mut hasher);
+    api::is_paused(&redis.metadata).hash(&mut hasher);
     redis.finalizers().hash(&mut hasher);
     redis
         .metadata

@@ -221,6 +221,40 @@ pub struct PodFailure {
 /// The status with a refused pod write said in the `Ready` condition, as a ReplicaSet says it in
 /// `ReplicaFailure`: `kubectl describe` and `kubectl wait` users see why it is not converging
 /// (say, a ResourceQuota), not only that it is not. A converged status is left as it is.
+/// The Ready condition's reason while the Redis is paused.
+pub const PAUSED: &str = "Paused";
+
+/// The stored status with Ready False/`Paused` (kept as it is when it already says so); every
+/// other field stays as last written, since a paused controller does not look at the pods.
+pub fn with_paused(
+    mut status: RedisStatus,
+    stored: Option<&RedisStatus>,
+    now: Time,
+) -> RedisStatus {
+    let already = stored
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
+        .is_some_and(|c| c.status == "False" && c.reason == PAUSED);
+    if already {
+        return status;
+    }
+    status.conditions.retain(|c| c.type_ != READY);
+    status.conditions.insert(
+        0,
+        Condition {
+            type_: READY.to_owned(),
+            status: "False".to_owned(),
+            reason: PAUSED.to_owned(),
+            message: format!(
+                "the controller leaves this Redis alone while the annotation {} is \"true\"; remove it to resume (deleting the Redis still works)",
+                api::PAUSED_ANNOTATION
+            ),
+            observed_generation: status.observed_generation,
+            last_transition_time: now,
+        },
+    );
+    status
+}
+
 pub fn with_failure(mut status: RedisStatus, failure: Option<&PodFailure>) -> RedisStatus {
     if let Some(failure) = failure
         && let Some(ready) = status
@@ -237,6 +271,32 @@ pub fn with_failure(mut status: RedisStatus, failure: Option<&PodFailure>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pausing_says_so_once_and_keeps_the_rest_of_the_status() {
+        let time = |s: &str| Time(s.parse().expect("time"));
+        let stored = RedisStatus {
+            replicas: 2,
+            ready_replicas: 2,
+            conditions: vec![Condition {
+                type_: READY.into(),
+                status: "True".into(),
+                reason: "AllPodsReady".into(),
+                message: String::new(),
+                observed_generation: Some(1),
+                last_transition_time: time("2026-01-01T00:00:00Z"),
+            }],
+            ..RedisStatus::default()
+        };
+        let paused = with_paused(stored.clone(), Some(&stored), time("2026-01-02T00:00:00Z"));
+        assert_eq!(paused.ready_replicas, 2);
+        assert_eq!(paused.conditions.len(), 1);
+        assert_eq!(paused.conditions[0].reason, PAUSED);
+        assert_eq!(paused.conditions[0].status, "False");
+        // A second pass changes nothing, so it writes nothing.
+        let again = with_paused(paused.clone(), Some(&paused), time("2026-01-03T00:00:00Z"));
+        assert_eq!(again, paused);
+    }
 
     fn pod(i: u32, ready: bool) -> PodView {
         PodView {

@@ -1103,3 +1103,101 @@ async fn a_leader_that_cannot_renew_steps_down_before_its_lease_runs_out() -> Re
     );
     Ok(())
 }
+
+/// The pause annotation: the Ready condition says Paused; a pod deleted by hand stays gone even
+/// after the controller has looked again (its pod trigger ran a reconcile); deletion of a paused
+/// Redis still completes; resuming brings the pod back.
+#[tokio::test]
+async fn a_paused_redis_is_left_alone_until_resumed() -> Result<(), Error> {
+    let (_cluster, ns, operator) = setup("paused").await?;
+    let redis = create_sample(&ns).await?;
+    let pause =
+        |value: Option<&str>| json!({"metadata": {"annotations": {api::PAUSED_ANNOTATION: value}}});
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(pause(Some("true"))),
+        )
+        .await
+        .context("pausing")?;
+    wait_for("Ready=False Paused", CONVERGE, || async {
+        let status = redis
+            .get("my-op-redis")
+            .await
+            .map_err(seen)?
+            .status
+            .unwrap_or_default();
+        match status.conditions.iter().find(|c| c.type_ == "Ready") {
+            Some(c) if c.status == "False" && c.reason == "Paused" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await?;
+
+    let reconciles = metric(&operator.controller, "redis_controller_reconciles_total").await?;
+    let created = metric(&operator.controller, "redis_controller_pods_created_total").await?;
+    let pods: Api<Pod> = ns.api();
+    pods.delete("my-op-redis-1", &DeleteParams::default())
+        .await
+        .context("deleting my-op-redis-1 by hand")?;
+    wait_for("my-op-redis-1 gone", CONVERGE, || async {
+        match pods.get_opt("my-op-redis-1").await.map_err(seen)? {
+            None => Ok(()),
+            Some(p) => Err(e2e::pods::describe(&p)),
+        }
+    })
+    .await?;
+    // The pod's deletion woke the controller; once it has run, nothing was recreated.
+    wait_for("a reconcile after the deletion", CONVERGE, || async {
+        let now = metric(&operator.controller, "redis_controller_reconciles_total")
+            .await
+            .map_err(|e| e.to_string())?;
+        if now > reconciles {
+            Ok(())
+        } else {
+            Err(format!("reconciles {now}"))
+        }
+    })
+    .await?;
+    let left = pod_names(&pods, "my-op-redis")
+        .await
+        .map_err(|e| Error::process("listing pods", e))?;
+    assert_eq!(left, ["my-op-redis-0"]);
+    assert_eq!(
+        metric(&operator.controller, "redis_controller_pods_created_total").await?,
+        created,
+        "no pod created while paused"
+    );
+
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(pause(None)),
+        )
+        .await
+        .context("resuming")?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
+
+    // Deleting a paused Redis is not blocked: its finalizer is still honoured.
+    redis
+        .patch(
+            "my-op-redis",
+            &PatchParams::default(),
+            &Patch::Merge(pause(Some("true"))),
+        )
+        .await
+        .context("pausing again")?;
+    redis
+        .delete("my-op-redis", &DeleteParams::default())
+        .await
+        .context("deleting the paused Redis")?;
+    wait_for("the paused Redis gone", CONVERGE, || async {
+        match redis.get_opt("my-op-redis").await.map_err(seen)? {
+            None => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await
+}
