@@ -49,7 +49,7 @@ fn run(
     let mut total = 0;
     for _ in 0..n {
         let answered = admission::respond(endpoint, policy, black_box(body))?;
-        total += black_box(answered.body).len();
+        total += black_box(answered.body?).len();
     }
     Ok(total)
 }

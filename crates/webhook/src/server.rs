@@ -509,8 +509,8 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
             "none",
             "bad_request",
         ),
-        Ok(bytes) => match admission::answer(endpoint, &state.policy, &bytes) {
-            Ok(answer) => {
+        Ok(bytes) => match admission::respond(endpoint, &state.policy, &bytes) {
+            Ok(admission::Responded { answer, body }) => {
                 let operation = operation_label(&answer.operation);
                 let result = answer.outcome.as_str();
                 let denied = answer.outcome == admission::Outcome::Denied;
@@ -525,7 +525,7 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
                 } else {
                     tracing::debug!(endpoint = endpoint.as_str(), operation, subject = %answer.subject(), result, "answered");
                 }
-                let response = match answer.to_json() {
+                let response = match body {
                     Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
                     // Unreachable in practice (plain strings and numbers always serialize).
                     Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),

@@ -18,9 +18,10 @@ mod skim;
 mod validate;
 mod wire;
 
-use mutate::mutate;
+use mutate::{SerializedPatch, mutate};
 pub use read::BadReview;
 use read::{Review, read};
+use std::sync::Arc;
 use validate::{validate, validate_scale};
 
 /// The two admission endpoints.
@@ -71,6 +72,8 @@ pub struct Answer {
     pub outcome: Outcome,
     namespace: Option<String>,
     name: String,
+    /// The patch of `review`, serialized once for every review that needs the same (mutate).
+    patch: Option<Arc<SerializedPatch>>,
 }
 
 impl Answer {
@@ -88,17 +91,14 @@ impl Answer {
 #[derive(Debug)]
 pub struct Responded {
     pub answer: Answer,
-    /// The JSON body of the HTTP response.
-    pub body: Vec<u8>,
+    /// The JSON body of the HTTP response ([`Answer::to_json`]).
+    pub body: Result<Vec<u8>, serde_json::Error>,
 }
 
 /// What the server does with a request body: [`answer`] it and write the answer's wire form.
 pub fn respond(endpoint: Endpoint, policy: &Policy, body: &[u8]) -> Result<Responded, BadReview> {
     let answer = answer(endpoint, policy, body)?;
-    // Plain strings and numbers always serialize; an error here would be a bug.
-    let body = answer
-        .to_json()
-        .map_err(|e| BadReview::NotReview(e.to_string()))?;
+    let body = answer.to_json();
     Ok(Responded { answer, body })
 }
 
@@ -119,6 +119,7 @@ fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
         object,
         old_object,
     } = review;
+    let mut patch = None;
     let (response, outcome) = match Subject::of(&kind, &resource, sub_resource.as_deref()) {
         Subject::Other => {
             let warning = format!(
@@ -131,7 +132,11 @@ fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
             (with_warnings(response, vec![warning]), Outcome::Skipped)
         }
         Subject::Redis => match endpoint {
-            Endpoint::Mutate => mutate(response, &operation, &object),
+            Endpoint::Mutate => {
+                let (response, outcome, serialized) = mutate(response, &operation, &object);
+                patch = serialized;
+                (response, outcome)
+            }
             Endpoint::Validate => validate(policy, response, &operation, &name, object, old_object),
         },
         // A Scale has no defaults to fill.
@@ -148,6 +153,7 @@ fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
         outcome,
         namespace,
         name,
+        patch,
     }
 }
 

@@ -4,57 +4,145 @@ use super::read::{ObjectError, Reading};
 use super::{Outcome, with_warnings};
 use api::RedisSpec;
 use api::defaults::FieldDefault;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation};
 use kube::core::admission::{AdmissionResponse, Operation};
 use serde_json::Value;
+use std::sync::{Arc, Mutex};
 
 /// `/mutate`: a JSONPatch adding only the missing defaults; no patch when nothing is missing.
+/// With a patch, also the patch as the answer's wire form carries it.
 pub(super) fn mutate(
     response: AdmissionResponse,
     operation: &Operation,
     object: &Reading,
-) -> (AdmissionResponse, Outcome) {
+) -> (AdmissionResponse, Outcome, Option<Arc<SerializedPatch>>) {
     let (Operation::Create | Operation::Update) = operation else {
-        return (response, Outcome::Skipped);
+        return (response, Outcome::Skipped, None);
     };
     let object = match object {
         Ok(object) => object,
-        Err(ObjectError::Missing) => return (response, Outcome::Skipped),
+        Err(ObjectError::Missing) => return (response, Outcome::Skipped, None),
         // The schema check that follows mutation will report the bad field precisely; a denial
         // from here would only say it less well.
         Err(e) => {
             let warning = format!("spec could not be read, defaults not applied: {e}");
-            return (with_warnings(response, vec![warning]), Outcome::Allowed);
+            return (
+                with_warnings(response, vec![warning]),
+                Outcome::Allowed,
+                None,
+            );
         }
     };
-    match default_patch(object.spec.as_ref()) {
-        None => (response, Outcome::Allowed),
-        Some(patch) => match response.clone().with_patch(patch) {
-            Ok(patched) => (patched, Outcome::Patched),
-            // Unreachable in practice (a patch of plain JSON values always serializes); allow
-            // unpatched rather than block the write: the controller applies the same defaults.
-            Err(e) => (
-                with_warnings(response, vec![format!("defaults not applied: {e}")]),
-                Outcome::Allowed,
-            ),
-        },
-    }
-}
-
-/// The patch that adds the missing defaults to `spec`, one `add` per missing field at its path
-/// (nested fields such as `/spec/replication/failoverAfter` included: the api crate lists a
-/// field only under parents that exist); no spec: one op adding all of them as one object.
-fn default_patch(spec: Option<&RedisSpec>) -> Option<Patch> {
+    let spec = object.spec.as_ref();
     let missing = match spec {
         Some(spec) => spec.missing_defaults(),
         None => RedisSpec::default().missing_defaults(),
     };
     if missing.is_empty() {
-        return None;
+        return (response, Outcome::Allowed, None);
     }
-    let ops = match spec {
-        Some(_) => missing
+    if let Some(patch) = PATCHES.get(spec.is_none(), &missing) {
+        // kube sets the patch type only with a patch: an empty one, replaced by the bytes.
+        if let Ok(mut patched) = response.clone().with_patch(Patch(Vec::new())) {
+            patched.patch = Some(patch.json.to_vec());
+            return (patched, Outcome::Patched, Some(patch));
+        }
+    }
+    let whole_spec = spec.is_none();
+    match response
+        .clone()
+        .with_patch(default_patch(whole_spec, missing.clone()))
+    {
+        Ok(patched) => {
+            let patch = patched
+                .patch
+                .as_deref()
+                .map(|json| PATCHES.insert(whole_spec, missing, json));
+            (patched, Outcome::Patched, patch)
+        }
+        // Unreachable in practice (a patch of plain JSON values always serializes); allow
+        // unpatched rather than block the write: the controller applies the same defaults.
+        Err(e) => (
+            with_warnings(response, vec![format!("defaults not applied: {e}")]),
+            Outcome::Allowed,
+            None,
+        ),
+    }
+}
+
+/// A default patch as sent: its JSON (kube's `patch`) and that JSON in base64 (the wire form).
+#[derive(Debug)]
+pub(super) struct SerializedPatch {
+    pub(super) json: Box<[u8]>,
+    pub(super) base64: Box<str>,
+}
+
+/// The default patches already serialized. A patch depends only on which defaults are missing
+/// (and whether the whole spec is), and there are a few dozen such sets at most: most reviews
+/// find theirs here instead of building, serializing and encoding it again.
+static PATCHES: PatchCache = PatchCache(Mutex::new(Vec::new()));
+
+/// Bounds [`PATCHES`]; only a change of the api crate's defaults could make more sets.
+const MAX_CACHED_PATCHES: usize = 64;
+
+struct PatchCache(Mutex<Vec<CachedPatch>>);
+
+/// The patch for one set of missing defaults.
+struct CachedPatch {
+    whole_spec: bool,
+    missing: Vec<FieldDefault>,
+    patch: Arc<SerializedPatch>,
+}
+
+impl PatchCache {
+    fn get(&self, whole_spec: bool, missing: &[FieldDefault]) -> Option<Arc<SerializedPatch>> {
+        // A poisoned lock only loses the cache: the patch is built again.
+        let cached = self.0.lock().ok()?;
+        cached
+            .iter()
+            .find(|c| c.whole_spec == whole_spec && c.missing.as_slice() == missing)
+            .map(|c| c.patch.clone())
+    }
+
+    fn insert(
+        &self,
+        whole_spec: bool,
+        missing: Vec<FieldDefault>,
+        json: &[u8],
+    ) -> Arc<SerializedPatch> {
+        let patch = Arc::new(SerializedPatch {
+            json: json.into(),
+            base64: BASE64.encode(json).into(),
+        });
+        if let Ok(mut cached) = self.0.lock()
+            && cached.len() < MAX_CACHED_PATCHES
+        {
+            cached.push(CachedPatch {
+                whole_spec,
+                missing,
+                patch: patch.clone(),
+            });
+        }
+        patch
+    }
+}
+
+/// The patch that adds the `missing` defaults to the spec, one `add` per missing field at its
+/// path (nested fields such as `/spec/replication/failoverAfter` included: the api crate lists
+/// a field only under parents that exist); no spec (`whole_spec`): one op adding all of them
+/// as one object.
+fn default_patch(whole_spec: bool, missing: Vec<FieldDefault>) -> Patch {
+    let ops = if whole_spec {
+        let mut all = Value::Object(serde_json::Map::new());
+        for FieldDefault { path, value } in missing {
+            insert_at(&mut all, path, value);
+        }
+        vec![add(&["spec"], all)]
+    } else {
+        missing
             .into_iter()
             .map(|FieldDefault { path, value }| {
                 PatchOperation::Add(AddOperation {
@@ -64,16 +152,9 @@ fn default_patch(spec: Option<&RedisSpec>) -> Option<Patch> {
                     value,
                 })
             })
-            .collect(),
-        None => {
-            let mut all = Value::Object(serde_json::Map::new());
-            for FieldDefault { path, value } in missing {
-                insert_at(&mut all, path, value);
-            }
-            vec![add(&["spec"], all)]
-        }
+            .collect()
     };
-    Some(Patch(ops))
+    Patch(ops)
 }
 
 /// Puts `value` at `path` inside `object`, creating the objects on the way.
@@ -301,6 +382,24 @@ mod tests {
             patch_ops(&mutate(&object)),
             vec![("/spec/auth/secretRef/key".to_owned(), json!("password"))]
         );
+    }
+
+    #[test]
+    fn a_cached_patch_is_the_patch_built_afresh() {
+        for spec in [
+            json!({}),
+            json!({"replicas": 3}),
+            json!({"mode": "Replication", "auth": {"secretRef": {"name": "s"}}}),
+        ] {
+            let object = redis_object("r", spec.clone());
+            let parsed: RedisSpec = serde_json::from_value(spec).expect("spec");
+            let fresh = serde_json::to_vec(&default_patch(false, parsed.missing_defaults()))
+                .expect("patch encodes");
+            for a in [mutate(&object), mutate(&object)] {
+                let resp = a.review.response.as_ref().expect("response");
+                assert_eq!(resp.patch.as_deref(), Some(fresh.as_slice()));
+            }
+        }
     }
 
     #[test]
