@@ -349,11 +349,17 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         RESYNC
     };
     announce_scaling(redis, ctx, &reference, replicas, &views, &steps).await;
+    // The pods this pass created: said in one Event after the loop (`announce_creates`).
+    let mut created = Vec::new();
     for step in &steps {
         let done = match step {
             PodStep::Create { .. } if pass.creates_refused => continue,
             PodStep::Create { ordinal } => {
-                create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await
+                let done = create_pod(redis, ctx, &pods, &reference, *ordinal, &spec, &hash).await;
+                if let Ok(Done::Yes) = done {
+                    created.push(api::pods::pod_name(name, *ordinal));
+                }
+                done
             }
             PodStep::Delete { name, uid, reason } => {
                 delete_pod(
@@ -373,6 +379,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             return Ok(Requeue::await_change());
         }
     }
+    announce_creates(ctx, &pods, &reference, &created).await;
     // The pods just changed, so a status computed from the pods seen before would be stale at
     // once; the watch events of those changes bring the next pass, which writes it.
     if pass.changed && pass.error.is_none() {
@@ -710,19 +717,10 @@ async fn create_pod(
         ..PostParams::default()
     };
     match pods.create(&params, &pod).await {
+        // The Event comes once for all the pods of the pass (`announce_creates`).
         Ok(_) => {
             ctx.metrics.pods_created.inc();
             tracing::info!(pod = %pod_name, "created pod");
-            publish(
-                ctx,
-                reference,
-                Some(pod_ref(pods, &pod_name)),
-                EventType::Normal,
-                "SuccessfulCreate",
-                "Create",
-                format!("Created pod {pod_name}"),
-            )
-            .await;
             Ok(Done::Yes)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -873,6 +871,36 @@ async fn delete_pod(
     }
 }
 
+/// One `SuccessfulCreate` Event for all the pods a pass created, naming them, rather than one per
+/// pod (a new Redis of 3 pods: 1 Event write, not 3). A single pod keeps the pod as the related
+/// object, so a pod re-created again and again (deleted by hand) folds into one Event series;
+/// several have none (the Event is about the Redis). The recorder folds an Event into the series
+/// of an earlier one only when the Redis (resourceVersion included) and the related pod are the
+/// same, so a later batch with other pods gets an Event, and a note, of its own. Failed creates
+/// keep their Warning Event per pod (`refuse`).
+async fn announce_creates(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &ObjectReference,
+    created: &[String],
+) {
+    let (related, note) = match created {
+        [] => return,
+        [one] => (Some(pod_ref(pods, one)), format!("Created pod {one}")),
+        several => (None, format!("Created pods {}", several.join(", "))),
+    };
+    publish(
+        ctx,
+        reference,
+        related,
+        EventType::Normal,
+        "SuccessfulCreate",
+        "Create",
+        note,
+    )
+    .await;
+}
+
 /// One Event when a spec change makes the pod count move (as Deployments' ScalingReplicaSet).
 async fn announce_scaling(
     redis: &Redis,
@@ -882,7 +910,7 @@ async fn announce_scaling(
     views: &[PodView],
     steps: &[PodStep],
 ) {
-    // A new Redis (never observed) is not scaling: its pods' SuccessfulCreate Events say enough.
+    // A new Redis (never observed) is not scaling: its SuccessfulCreate Event says enough.
     let Some(observed) = redis.status.as_ref().and_then(|s| s.observed_generation) else {
         return;
     };
@@ -1172,6 +1200,44 @@ mod tests {
             body["action"].as_str().unwrap_or_default(),
             body["note"].as_str().unwrap_or_default(),
         )
+    }
+
+    /// The Event bodies `announce_creates` writes for `created`.
+    async fn announced(created: &[&str]) -> Vec<Value> {
+        let script = if created.is_empty() {
+            Vec::new()
+        } else {
+            vec![event()]
+        };
+        let (client, server) = fixtures::client();
+        let served = server.serve(script);
+        let ctx = context(client);
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), "ns");
+        let reference = redis().object_ref(&());
+        let created: Vec<String> = created.iter().map(|n| (*n).to_owned()).collect();
+        announce_creates(&ctx, &pods, &reference, &created).await;
+        drop((ctx, pods));
+        served.verify().await
+    }
+
+    #[tokio::test]
+    async fn the_pods_a_pass_creates_are_announced_in_one_event_naming_them() {
+        let bodies = announced(&["cache-0", "cache-1", "cache-2"]).await;
+        assert_eq!(bodies.len(), 1, "{bodies:?}");
+        let body = &bodies[0];
+        assert_eq!(body["type"], "Normal", "{body}");
+        assert_eq!(body["reason"], "SuccessfulCreate", "{body}");
+        assert_eq!(body["action"], "Create", "{body}");
+        assert_eq!(body["note"], "Created pods cache-0, cache-1, cache-2");
+        assert_eq!(body["regarding"]["name"], "cache", "{body}");
+        assert!(body["related"].is_null(), "{body}");
+
+        let bodies = announced(&["cache-1"]).await;
+        assert_eq!(bodies.len(), 1, "{bodies:?}");
+        assert_eq!(bodies[0]["note"], "Created pod cache-1");
+        assert_eq!(bodies[0]["related"]["name"], "cache-1");
+
+        assert!(announced(&[]).await.is_empty(), "no pod, no Event");
     }
 
     #[tokio::test]
