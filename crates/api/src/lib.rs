@@ -7,14 +7,17 @@
 //! - §2 admission rules (validating webhook): [`validation`].
 //! - §3 pod names, labels and the selector: [`pods`].
 //! - §3c persistence (claims, retention, sizes): [`storage`].
+//! - §3d the metrics exporter sidecar: [`exporter`].
 
 pub mod crd;
 pub mod defaults;
+pub mod exporter;
 pub mod pods;
 pub mod storage;
 pub mod types;
 pub mod validation;
 
+pub use exporter::ExporterSpec;
 pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};
 pub use types::{
     AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodDisruptionBudgetSpec, Redis, RedisSpec,

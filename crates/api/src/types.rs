@@ -116,6 +116,10 @@ pub struct RedisSpec {
     /// Persistence: each pod gets its own PersistentVolumeClaim `data-<name>-<ordinal>`, mounted at /data, instead of an emptyDir that is lost with the pod. Claims are kept when the Redis is deleted or scaled down unless `retention` says Delete. Not set: no claims (data lives as long as the pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<crate::storage::StorageSpec>,
+
+    /// A Prometheus metrics exporter (redis_exporter) as a sidecar in every pod, serving /metrics on a `metrics` port of the pods and the Services, with the password from `auth` when set. Not set: no sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exporter: Option<crate::exporter::ExporterSpec>,
 }
 
 /// How the pods of a Redis relate to each other.

@@ -268,6 +268,7 @@ impl Policy {
         violations.extend(auth_violations(spec));
         violations.extend(pdb_violations(spec));
         violations.extend(storage_violations(spec));
+        violations.extend(exporter_violations(spec));
         violations
     }
 
@@ -463,6 +464,37 @@ fn storage_violations(spec: &RedisSpec) -> Vec<Violation> {
             Violation::new(format!("spec.storage.{field}"), value, message)
         })
         .collect()
+}
+
+/// `spec.exporter` (checked when set, even turned off, so turning it on cannot fail later): a
+/// valid image, a port other than Redis's.
+fn exporter_violations(spec: &RedisSpec) -> Vec<Violation> {
+    let Some(exporter) = &spec.exporter else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    if let Err(reason) = parse_image(exporter.image()) {
+        violations.push(Violation::new(
+            "spec.exporter.image",
+            exporter.image(),
+            reason,
+        ));
+    }
+    let port = exporter.port();
+    if !(1..=65535).contains(&port) {
+        violations.push(Violation::new(
+            "spec.exporter.port",
+            port,
+            format!("must be between 1 and 65535, got {port}"),
+        ));
+    } else if port == spec.port() {
+        violations.push(Violation::new(
+            "spec.exporter.port",
+            port,
+            format!("must differ from spec.port ({port}): redis-server listens there"),
+        ));
+    }
+    violations
 }
 
 /// UPDATE of `spec.storage` while claims may exist: see [`crate::storage::storage_update_violations`].
@@ -1042,6 +1074,29 @@ mod tests {
     }
 
     /// A Replication Redis that passes every rule without a warning.
+    #[test]
+    fn the_exporter_needs_a_valid_image_and_its_own_port() {
+        let policy = Policy::default();
+        assert!(
+            policy
+                .validate_create(&redis("r", json!({"exporter": {}})))
+                .allowed()
+        );
+        let clash = redis("r", json!({"port": 9121, "exporter": {}}));
+        assert_eq!(
+            fields(&policy.validate_create(&clash)),
+            ["spec.exporter.port"]
+        );
+        let bad = redis(
+            "r",
+            json!({"exporter": {"image": "Not An Image", "enabled": false}}),
+        );
+        assert_eq!(
+            fields(&policy.validate_create(&bad)),
+            ["spec.exporter.image"]
+        );
+    }
+
     #[test]
     fn storage_sizes_are_checked_and_only_grow() {
         let policy = Policy::default();

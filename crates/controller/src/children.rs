@@ -15,6 +15,7 @@
 
 use crate::Error;
 use crate::reconcile::FIELD_MANAGER;
+use api::exporter::{METRICS_PORT_NAME, SCRAPE_LABEL};
 use api::pods::{ROLE_PRIMARY, ROLE_REPLICA, role_selector, selector_labels};
 use api::{Mode, Redis};
 use futures::{Stream, StreamExt, future};
@@ -123,22 +124,42 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
         (ServiceKind::Replicas, _) => role_selector(redis_name, ROLE_REPLICA),
     };
     let headless = kind == ServiceKind::Headless;
+    let mut metadata = metadata(redis, kind.name(redis_name))?;
+    let mut ports = vec![ServicePort {
+        name: Some(PORT_NAME.to_owned()),
+        port: redis.spec.port(),
+        // By name: the container port follows spec.port without the Service knowing.
+        target_port: Some(IntOrString::String(PORT_NAME.to_owned())),
+        protocol: Some("TCP".to_owned()),
+        ..ServicePort::default()
+    }];
+    if let Some(exporter) = redis.spec.exporter() {
+        ports.push(ServicePort {
+            name: Some(METRICS_PORT_NAME.to_owned()),
+            port: exporter.port(),
+            target_port: Some(IntOrString::String(METRICS_PORT_NAME.to_owned())),
+            protocol: Some("TCP".to_owned()),
+            ..ServicePort::default()
+        });
+        // The Service over every pod (the client one in Standalone mode, the headless one in
+        // Replication mode) is the one to scrape, so no pod is scraped twice.
+        let over_every_pod = matches!(
+            (kind, mode),
+            (ServiceKind::Client, Mode::Standalone) | (ServiceKind::Headless, Mode::Replication)
+        );
+        if over_every_pod && let Some(labels) = metadata.labels.as_mut() {
+            labels.insert(SCRAPE_LABEL.to_owned(), "true".to_owned());
+        }
+    }
     Some(Service {
-        metadata: metadata(redis, kind.name(redis_name))?,
+        metadata,
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".to_owned()),
             // Headless: DNS answers with the pod IPs, and keeps a name for a pod that is not
             // Ready yet (a replica syncing from the primary must be reachable by name).
             cluster_ip: headless.then(|| "None".to_owned()),
             publish_not_ready_addresses: headless.then_some(true),
-            ports: Some(vec![ServicePort {
-                name: Some(PORT_NAME.to_owned()),
-                port: redis.spec.port(),
-                // By name: the container port follows spec.port without the Service knowing.
-                target_port: Some(IntOrString::String(PORT_NAME.to_owned())),
-                protocol: Some("TCP".to_owned()),
-                ..ServicePort::default()
-            }]),
+            ports: Some(ports),
             selector: Some(selector),
             ..ServiceSpec::default()
         }),
@@ -492,6 +513,47 @@ mod tests {
         r.metadata.namespace = Some("ns".into());
         r.metadata.uid = Some("u1".into());
         r
+    }
+
+    #[test]
+    fn with_the_exporter_every_service_has_a_metrics_port_and_one_is_labelled_for_scraping() {
+        let port_names = |svc: &Service| -> Vec<String> {
+            svc.spec
+                .as_ref()
+                .and_then(|s| s.ports.clone())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| p.name.clone())
+                .collect()
+        };
+        let scraped =
+            |svc: &Service| svc.labels().get(SCRAPE_LABEL).map(String::as_str) == Some("true");
+        let standalone = desired(&redis(json!({"exporter": {}}))).expect("desired");
+        assert_eq!(port_names(&standalone.services[0]), ["redis", "metrics"]);
+        assert!(scraped(&standalone.services[0]));
+        let replicated = desired(&redis(
+            json!({"mode": "Replication", "replicas": 3, "exporter": {}}),
+        ))
+        .expect("desired");
+        let labelled: Vec<String> = replicated
+            .services
+            .iter()
+            .filter(|s| scraped(s))
+            .map(ResourceExt::name_any)
+            .collect();
+        assert_eq!(labelled, ["cache-headless"]);
+        assert!(
+            replicated
+                .services
+                .iter()
+                .all(|s| port_names(s).contains(&"metrics".to_owned()))
+        );
+        // Turning it off changes the ports, so the Services are applied again without them.
+        let off = desired(&redis(json!({"exporter": {"enabled": false}}))).expect("desired");
+        assert!(service_differs(
+            &off.services[0],
+            Some(&standalone.services[0])
+        ));
     }
 
     fn names(services: &[Service]) -> Vec<String> {

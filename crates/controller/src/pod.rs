@@ -2,14 +2,16 @@
 //! an older spec from a current one. Pure: the reconciler only sends what this builds.
 
 use crate::replication::info::{FENCE_HOST, FENCE_PORT};
+use api::exporter::METRICS_PORT_NAME;
 use api::pods::{pod_labels, pod_name};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, SeccompProfile,
-    SecretKeySelector, SecurityContext, Volume, VolumeMount,
+    HTTPGetAction, PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe,
+    SeccompProfile, SecretKeySelector, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -18,6 +20,8 @@ use std::collections::BTreeMap;
 pub const SPEC_HASH_ANNOTATION: &str = "myapp.tangx.in/pod-spec-hash";
 /// The container's name.
 pub const CONTAINER: &str = "redis";
+/// The metrics sidecar's name (`spec.exporter`).
+pub const EXPORTER_CONTAINER: &str = "exporter";
 /// uid of the `redis` user in the official Redis images (Debian-based and alpine alike); the pod
 /// runs as it, never root.
 const REDIS_UID: i64 = 999;
@@ -68,18 +72,7 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
     // changes the Secret, not this spec: no rolling restart (the operator sets the new password
     // live, see `auth`), and every container started later reads the Secret's current value.
     let env = spec.auth_secret().map(|(name, key)| {
-        let from_secret = |var: &str| EnvVar {
-            name: var.to_owned(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: name.to_owned(),
-                    key: key.to_owned(),
-                    optional: Some(false),
-                }),
-                ..EnvVarSource::default()
-            }),
-        };
+        let from_secret = |var: &str| secret_env(var, name, key);
         let password = format!("$({PASSWORD_ENV})");
         args.extend([
             "--requirepass".to_owned(),
@@ -114,40 +107,45 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         failure_threshold: Some(3),
         ..Probe::default()
     };
+    let security_context = SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            add: None,
+        }),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        ..SecurityContext::default()
+    };
+    let mut containers = vec![Container {
+        name: CONTAINER.into(),
+        image: Some(spec.image().to_owned()),
+        image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
+        // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
+        args: Some(args),
+        env,
+        ports: Some(vec![ContainerPort {
+            name: Some("redis".into()),
+            container_port: port,
+            protocol: Some("TCP".into()),
+            ..ContainerPort::default()
+        }]),
+        readiness_probe: Some(ping),
+        liveness_probe: Some(alive),
+        resources: spec.resources.clone(),
+        security_context: Some(security_context.clone()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: DATA_VOLUME.into(),
+            mount_path: DATA_PATH.into(),
+            ..VolumeMount::default()
+        }]),
+        ..Container::default()
+    }];
+    if let Some(exporter) = spec.exporter() {
+        containers.push(exporter_container(spec, exporter, security_context));
+    }
     PodSpec {
-        containers: vec![Container {
-            name: CONTAINER.into(),
-            image: Some(spec.image().to_owned()),
-            image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
-            // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
-            args: Some(args),
-            env,
-            ports: Some(vec![ContainerPort {
-                name: Some("redis".into()),
-                container_port: port,
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            }]),
-            readiness_probe: Some(ping),
-            liveness_probe: Some(alive),
-            resources: spec.resources.clone(),
-            security_context: Some(SecurityContext {
-                allow_privilege_escalation: Some(false),
-                capabilities: Some(Capabilities {
-                    drop: Some(vec!["ALL".into()]),
-                    add: None,
-                }),
-                read_only_root_filesystem: Some(true),
-                run_as_non_root: Some(true),
-                ..SecurityContext::default()
-            }),
-            volume_mounts: Some(vec![VolumeMount {
-                name: DATA_VOLUME.into(),
-                mount_path: DATA_PATH.into(),
-                ..VolumeMount::default()
-            }]),
-            ..Container::default()
-        }],
+        containers,
         security_context: Some(PodSecurityContext {
             run_as_non_root: Some(true),
             run_as_user: Some(REDIS_UID),
@@ -164,6 +162,72 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
         ..PodSpec::default()
+    }
+}
+
+/// The metrics sidecar (`spec.exporter`): redis_exporter reading redis-server over localhost,
+/// with the password from the same Secret (never in the spec), serving on the `metrics` port.
+fn exporter_container(
+    spec: &RedisSpec,
+    exporter: &api::ExporterSpec,
+    security_context: SecurityContext,
+) -> Container {
+    let port = exporter.port();
+    let plain = |name: &str, value: String| EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    };
+    let mut env = vec![
+        plain("REDIS_ADDR", format!("redis://localhost:{}", spec.port())),
+        plain("REDIS_EXPORTER_WEB_LISTEN_ADDRESS", format!(":{port}")),
+    ];
+    if let Some((name, key)) = spec.auth_secret() {
+        env.push(secret_env(PASSWORD_ENV, name, key));
+    }
+    let health = Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/health".into()),
+            port: IntOrString::String(METRICS_PORT_NAME.into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(10),
+        timeout_seconds: Some(2),
+        failure_threshold: Some(3),
+        ..Probe::default()
+    };
+    Container {
+        name: EXPORTER_CONTAINER.into(),
+        image: Some(exporter.image().to_owned()),
+        image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
+        env: Some(env),
+        ports: Some(vec![ContainerPort {
+            name: Some(METRICS_PORT_NAME.into()),
+            container_port: port,
+            protocol: Some("TCP".into()),
+            ..ContainerPort::default()
+        }]),
+        // Liveness only: a failing exporter must not take Redis out of its Services.
+        liveness_probe: Some(health),
+        resources: exporter.resources.clone(),
+        security_context: Some(security_context),
+        ..Container::default()
+    }
+}
+
+/// An environment variable read from a key of a Secret (which must exist).
+fn secret_env(var: &str, secret: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: var.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.to_owned(),
+                key: key.to_owned(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
     }
 }
 
@@ -230,6 +294,47 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_exporter_sidecar_reads_redis_over_localhost_with_the_secrets_password() {
+        let r = redis(json!({
+            "port": 7000,
+            "auth": {"secretRef": {"name": "pw"}},
+            "exporter": {"port": 9200},
+        }));
+        let spec = pod_spec(&r.spec);
+        assert_eq!(spec.containers.len(), 2);
+        let exporter = &spec.containers[1];
+        assert_eq!(exporter.name, "exporter");
+        assert_eq!(
+            exporter.image.as_deref(),
+            Some(api::exporter::DEFAULT_EXPORTER_IMAGE)
+        );
+        let env = exporter.env.clone().unwrap_or_default();
+        let value = |n: &str| env.iter().find(|e| e.name == n).cloned();
+        assert_eq!(
+            value("REDIS_ADDR").and_then(|e| e.value).as_deref(),
+            Some("redis://localhost:7000")
+        );
+        let password = value("REDIS_PASSWORD")
+            .and_then(|e| e.value_from)
+            .expect("from the Secret");
+        assert_eq!(
+            password.secret_key_ref.map(|s| s.name).as_deref(),
+            Some("pw")
+        );
+        let ports = exporter.ports.clone().unwrap_or_default();
+        assert_eq!(
+            (ports[0].name.as_deref(), ports[0].container_port),
+            (Some("metrics"), 9200)
+        );
+        assert!(
+            exporter.readiness_probe.is_none(),
+            "an exporter never takes Redis out of service"
+        );
+        let off = redis(json!({"exporter": {"enabled": false}}));
+        assert_eq!(pod_spec(&off.spec).containers.len(), 1);
+    }
 
     #[test]
     fn with_storage_each_pod_mounts_its_own_claim_and_the_hash_is_shared() {

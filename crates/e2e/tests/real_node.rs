@@ -790,3 +790,95 @@ async fn the_exporter_image_serves_metrics_of_a_redis_with_a_password() -> Resul
     assert_eq!(sample(&metrics, "redis_up"), Some("1"), "{metrics}");
     Ok(())
 }
+
+/// `spec.exporter` through the operator: every pod gets the sidecar, which logs in with the
+/// password from the auth Secret; the `<name>` Service has a `metrics` port (and the label a
+/// ServiceMonitor selects), and scraping it through the ClusterIP shows `redis_up 1` and the keys.
+#[tokio::test]
+async fn the_operator_adds_the_exporter_sidecar_and_a_metrics_port() -> Result<(), Error> {
+    use k8s_openapi::api::core::v1::{Secret, Service};
+    let (_cluster, ns, _operator) = node::setup("real-exporter").await?;
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "cache-auth"},
+        "stringData": {"password": "s3cret-for-metrics"},
+    }))
+    .expect("a valid Secret");
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await
+        .context("creating the Secret")?;
+    let redis: Redis = serde_json::from_value(json!({
+        "apiVersion": "myapp.tangx.in/v1",
+        "kind": "Redis",
+        "metadata": {"name": "metered"},
+        "spec": {
+            "replicas": 1,
+            "image": REDIS_IMAGE,
+            "auth": {"secretRef": {"name": "cache-auth"}},
+            "exporter": {"image": "localhost/redis-exporter:bed"},
+        },
+    }))
+    .expect("a valid Redis");
+    ns.api::<Redis>()
+        .create(&PostParams::default(), &redis)
+        .await
+        .context("creating metered")?;
+    let pods = wait_serving(&ns, "metered", 1, REDIS_IMAGE).await?;
+    let containers: Vec<String> = pods[0]
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(containers, ["redis", "exporter"]);
+    for key in ["a", "b", "c"] {
+        assert_eq!(
+            cli(
+                &pods[0],
+                6379,
+                &[
+                    "-a",
+                    "s3cret-for-metrics",
+                    "--no-auth-warning",
+                    "SET",
+                    key,
+                    "1"
+                ]
+            )
+            .await?,
+            "OK"
+        );
+    }
+    let services: Api<Service> = ns.api();
+    let service = services
+        .get("metered")
+        .await
+        .context("reading Service metered")?;
+    assert_eq!(
+        service
+            .labels()
+            .get(api::exporter::SCRAPE_LABEL)
+            .map(String::as_str),
+        Some("true")
+    );
+    let ip = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .unwrap_or_default();
+    let url = format!("http://{ip}:9121/metrics");
+    wait_for(
+        "the exporter's metrics through the Service",
+        CONVERGE,
+        || async {
+            let metrics = http_get(&url).await?;
+            match (
+                sample(&metrics, "redis_up"),
+                sample(&metrics, "redis_db_keys{db=\"db0\"}"),
+            ) {
+                (Some("1"), Some("3")) => Ok(()),
+                other => Err(format!("redis_up, keys: {other:?}")),
+            }
+        },
+    )
+    .await
+}
