@@ -342,6 +342,57 @@ fn webhook_rules_are_the_shared_files_and_include_scale() -> Result<(), Error> {
     Ok(())
 }
 
+/// The Redis ServiceMonitor: only where the Prometheus Operator's CRD is served (or when asked),
+/// selecting the Service the controller labels for scraping, on its metrics port.
+#[test]
+fn redis_service_monitor_follows_the_crd_and_selects_the_scrape_label() -> Result<(), Error> {
+    let monitors = |docs: &[Value]| -> Vec<Value> {
+        docs.iter()
+            .filter(|d| d["kind"] == "ServiceMonitor")
+            .cloned()
+            .collect()
+    };
+    assert!(
+        monitors(&helm_template(&[])?).is_empty(),
+        "no CRD, auto: none"
+    );
+    let with_crd = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"];
+    let found = monitors(&helm_template(&with_crd)?);
+    assert_eq!(found.len(), 1);
+    let spec = &found[0]["spec"];
+    assert_eq!(
+        spec["selector"]["matchLabels"][api::exporter::SCRAPE_LABEL],
+        "true"
+    );
+    assert_eq!(
+        spec["selector"]["matchLabels"]["app.kubernetes.io/managed-by"],
+        api::pods::MANAGED_BY
+    );
+    assert_eq!(
+        spec["endpoints"][0]["port"],
+        api::exporter::METRICS_PORT_NAME
+    );
+    assert_eq!(spec["namespaceSelector"]["any"], true);
+    let off = [
+        "--api-versions",
+        "monitoring.coreos.com/v1/ServiceMonitor",
+        "--set",
+        "redisServiceMonitor.enabled=false",
+    ];
+    assert!(monitors(&helm_template(&off)?).is_empty());
+    let scoped = monitors(&helm_template(&[
+        "--set",
+        "redisServiceMonitor.enabled=true",
+        "--set",
+        "controller.watchNamespace=apps",
+    ])?);
+    assert_eq!(
+        scoped[0]["spec"]["namespaceSelector"]["matchNames"][0],
+        "apps"
+    );
+    Ok(())
+}
+
 #[test]
 fn watch_namespace_binds_the_controller_in_that_namespace_only() -> Result<(), Error> {
     let kinds = |docs: &[Value], kind: &str| -> Vec<(String, String)> {
