@@ -1,7 +1,7 @@
-//! The metrics exporter sidecar (`spec.exporter`, DESIGN §3d): the type, its effective values,
+//! The metrics exporter sidecar (`spec.exporter`, DESIGN §3e): the type, its effective values,
 //! and its rules. A `redis_exporter` container next to redis-server in every pod, reading it over
 //! localhost (with the password from the auth Secret) and serving Prometheus metrics on a `metrics`
-//! port that the pod and the Services expose.
+//! port that the pod and the Services expose (DESIGN §3e).
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use schemars::JsonSchema;

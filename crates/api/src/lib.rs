@@ -6,8 +6,8 @@
 //! - §1 defaults (filled by the mutating webhook): [`defaults`].
 //! - §2 admission rules (validating webhook): [`validation`].
 //! - §3 pod names, labels and the selector: [`pods`].
-//! - §3c persistence (claims, retention, sizes): [`storage`].
-//! - §3d the metrics exporter sidecar: [`exporter`].
+//! - §3d persistence (claims, retention, sizes): [`storage`].
+//! - §3e the metrics exporter sidecar: [`exporter`].
 
 pub mod crd;
 pub mod defaults;

@@ -1,5 +1,5 @@
 //! Persistence (`spec.storage`): the types, their defaults, and the pure rules about claims that
-//! the webhook and the controller share (DESIGN §3c).
+//! the webhook and the controller share (DESIGN §3d).
 //!
 //! Each pod `<name>-<ordinal>` mounts the claim `data-<name>-<ordinal>` at /data, made from
 //! [`StorageSpec`] the first time the ordinal is needed. What happens to the claims when the Redis

@@ -152,3 +152,36 @@ fn every_invalid_sample_is_checked() {
         );
     }
 }
+
+#[test]
+fn the_persistence_sample_is_valid_quiet_and_keeps_scaled_down_data() {
+    let redis = load("redis-persistent.yaml");
+    let verdict = Policy::default().validate_create(&redis);
+    assert!(verdict.allowed(), "{}", verdict.message());
+    assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+    let storage = redis.spec.storage.as_ref().expect("storage is set");
+    assert!(storage.append_only());
+    assert_eq!(storage.when_deleted(), api::RetentionPolicy::Delete);
+    assert_eq!(storage.when_scaled(), api::RetentionPolicy::Retain);
+}
+
+#[test]
+fn the_metrics_sample_is_valid_quiet_and_brings_its_secret() {
+    let docs = documents("redis-metrics.yaml");
+    let redis: Redis = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "Redis")
+            .cloned()
+            .expect("a Redis"),
+    )
+    .expect("Redis decodes");
+    let verdict = Policy::default().validate_create(&redis);
+    assert!(verdict.allowed(), "{}", verdict.message());
+    assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+    assert_eq!(redis.spec.exporter().map(|e| e.port()), Some(9121));
+    let (name, _) = redis.spec.auth_secret().expect("auth is set");
+    assert!(
+        docs.iter()
+            .any(|d| d["kind"] == "Secret" && d["metadata"]["name"] == name)
+    );
+}

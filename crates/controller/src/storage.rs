@@ -1,4 +1,4 @@
-//! Persistence (DESIGN §3c): the claim of each ordinal, and what to do with claims, planned from
+//! Persistence (DESIGN §3d): the claim of each ordinal, and what to do with claims, planned from
 //! the cache of claims (pure), then done by [`apply`].
 //!
 //! - Every ordinal below `replicas` has its claim `data-<name>-<ordinal>` before its pod is made;
