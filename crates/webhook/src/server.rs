@@ -3,7 +3,7 @@
 
 use crate::Error;
 use crate::admission::{self, Endpoint};
-use crate::metrics::{EndpointLabels, Metrics, RequestLabels};
+use crate::metrics::{Metrics, RequestLabels};
 use crate::tls::{self, CertReloader, ReloadingResolver};
 use api::Policy;
 use axum::Router;
@@ -543,22 +543,14 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
         },
     };
     let endpoint_label = endpoint.as_str();
+    state.metrics.count_request(RequestLabels {
+        endpoint: endpoint_label,
+        operation,
+        result,
+    });
     state
         .metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            endpoint: endpoint_label,
-            operation,
-            result,
-        })
-        .inc();
-    state
-        .metrics
-        .duration
-        .get_or_create(&EndpointLabels {
-            endpoint: endpoint_label,
-        })
-        .observe(started.elapsed().as_secs_f64());
+        .observe_duration(endpoint_label, started.elapsed().as_secs_f64());
     response
 }
 
