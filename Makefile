@@ -145,7 +145,7 @@ run-webhook: certs ## Run redis-webhook in the foreground with the certs of `mak
 		--tls-cert-file $(CERTS_DIR)/tls.crt --tls-key-file $(CERTS_DIR)/tls.key
 
 .PHONY: bench-webhook
-bench-webhook: ## Print webhook throughput and latency over TLS vs a bare hyper+rustls server (asserts nothing).
+bench-webhook: ## Print webhook throughput and latency over TLS vs a bare hyper+rustls server and controller-runtime (asserts nothing).
 	hack/tools/cargo-tool.sh oha $(OHA_VERSION)
 	hack/bench/webhook.sh
 
@@ -185,12 +185,17 @@ e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local tes
 
 # Arguments for bench-controller, e.g. `make bench-controller BENCH_ARGS="--count 20 --idle 10"` (`--help` lists them).
 BENCH_ARGS ?=
+# `make bench-controller N=1000`: N Redis (--count N), and a second round with UNRELATED pods of
+# someone else in another namespace (--unrelated-pods, 5000 by default; UNRELATED=0: none),
+# before BENCH_ARGS. Without N, only BENCH_ARGS (the bench's defaults: 100 Redis, no second round).
+N ?=
+UNRELATED ?= 5000
 
 .PHONY: bench-controller
-bench-controller: ## Print time, API writes (vs the minimum), idle writes and RSS of the controller converging N Redis x 3 pods, vs a bare pod-create loop (asserts nothing).
-	$(if $(KUBECONFIG),@echo "bench-controller: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; no audit log)",$(CLUSTER_SCRIPTS)/up.sh)
+bench-controller: ## Print time, API writes (vs the minimum), idle writes and peak RSS of the controller converging N Redis x 3 pods, without and with UNRELATED pods elsewhere, vs a bare pod-create loop (asserts nothing).
+	$(if $(KUBECONFIG),@echo "bench-controller: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; write counts only if it is the local test bed, from its audit log)",$(CLUSTER_SCRIPTS)/up.sh)
 	$(CARGO) build --release $(CARGO_FLAGS) --bins
-	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-controller -- $(BENCH_ARGS)
+	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-controller -- $(if $(N),--count $(N) --unrelated-pods $(UNRELATED)) $(BENCH_ARGS)
 
 # `make bench-failover BENCH_ARGS="--rounds 3 --kill pod"`: BENCH_ARGS as above (`--help` lists them).
 .PHONY: bench-failover

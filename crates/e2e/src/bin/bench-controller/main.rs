@@ -2,14 +2,18 @@
 //! pods on the local test bed, how many API writes it makes for that (from the bed's audit
 //! log, as a ratio to the minimum), how many it makes during an idle minute (should be 0), its
 //! peak RSS, and, as the API server's own speed limit, the time a bare loop of pod creates takes
-//! to get the same pods Ready. It prints figures and asserts nothing.
+//! to get the same pods Ready. With `--unrelated-pods`, it does all that twice, without and then
+//! with that many pods of someone else in another namespace, to show they cost the controller
+//! nothing (its pod watch is label-scoped). It prints figures and asserts nothing.
 
 mod audit;
 mod load;
 mod report;
 mod runs;
+mod unrelated;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use e2e::bench::{ProfileArg, load_average, progress, secs};
@@ -17,8 +21,9 @@ use e2e::operator::workspace_binary;
 use e2e::{Cluster, Error};
 
 use audit::AuditLog;
-use report::file_size;
-use runs::{bare_run, operator_run};
+use report::{file_size, mib};
+use runs::{OperatorRun, bare_run, operator_run};
+use unrelated::{ExtraNodes, UnrelatedPods};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -55,6 +60,13 @@ struct Args {
     /// Skip the bare-loop reference run.
     #[arg(long)]
     no_bare: bool,
+
+    /// Pods of someone else (no label of ours, Ready on the kwok nodes) to create in another
+    /// namespace after the first runs; then the runs are repeated with them there, each with a
+    /// controller of its own, and the controller's peak RSS compared. 0: no second round.
+    /// (`make bench-controller N=...` passes 5000, the issue's figure.)
+    #[arg(long, default_value_t = 0)]
+    unrelated_pods: usize,
 
     /// Extra argument for redis-controller (repeatable), e.g. `--controller-arg=--concurrency=16`.
     #[arg(long = "controller-arg", allow_hyphen_values = true)]
@@ -105,27 +117,127 @@ async fn bench(args: &Args) -> Result<bool, Error> {
         webhook_binary.display()
     );
     println!(
-        "workload: {} Redis x {} pods, {} concurrent creators; controller args: {:?}",
-        args.count, args.replicas, args.creators, args.controller_args
+        "workload: {} Redis x {} pods, {} concurrent creators, {} unrelated pods; controller \
+         args: {:?}",
+        args.count, args.replicas, args.creators, args.unrelated_pods, args.controller_args
     );
 
-    let operator_time = operator_run(&cluster, audit.as_ref(), args).await?;
-    let mut complete = operator_time.is_some();
-    if args.no_bare {
-        return Ok(complete);
+    let pods = args.count * usize::try_from(args.replicas).unwrap_or(0);
+    // The bed's two kwok nodes take 2,000 pods; the operator's (or the bare loop's) and the
+    // unrelated pods are there at the same time.
+    let nodes = ExtraNodes::ensure_room(&cluster, pods + args.unrelated_pods).await?;
+    let outcome = rounds(&cluster, audit.as_ref(), args).await;
+    nodes.remove().await;
+    outcome
+}
+
+/// One round (operator, then bare loop) without unrelated pods; with `--unrelated-pods`, a
+/// second round with them; then the summary.
+async fn rounds(cluster: &Cluster, audit: Option<&AuditLog>, args: &Args) -> Result<bool, Error> {
+    let mut rounds = vec![round(cluster, audit, args, "no unrelated pods").await?];
+    if args.unrelated_pods > 0 {
+        let creators = usize::from(args.creators) * 4;
+        let timeout = Duration::from_secs(args.timeout);
+        let unrelated =
+            UnrelatedPods::create(cluster, args.unrelated_pods, creators, timeout).await?;
+        let phase = format!("{} unrelated pods", args.unrelated_pods);
+        let outcome = round(cluster, audit, args, &phase).await;
+        unrelated.remove().await;
+        rounds.push(outcome?);
     }
-    let bare_time = bare_run(&cluster, args).await?;
-    complete &= bare_time.is_some();
+    summary(args, &rounds);
+    Ok(rounds
+        .iter()
+        .all(|r| r.operator.ready.is_some() && (args.no_bare || r.bare.is_some())))
+}
+
+struct Round {
+    phase: String,
+    operator: OperatorRun,
+    bare: Option<Duration>,
+}
+
+async fn round(
+    cluster: &Cluster,
+    audit: Option<&AuditLog>,
+    args: &Args,
+    phase: &str,
+) -> Result<Round, Error> {
+    let operator = operator_run(cluster, audit, args, phase).await?;
+    let bare = if args.no_bare {
+        None
+    } else {
+        bare_run(cluster, args, phase).await?
+    };
+    Ok(Round {
+        phase: phase.to_owned(),
+        operator,
+        bare,
+    })
+}
+
+/// A figure of a round, for the table.
+type Cell = fn(&Round) -> String;
+
+fn na() -> String {
+    "n/a".to_owned()
+}
+
+/// The table: one column per round.
+fn summary(args: &Args, rounds: &[Round]) {
     println!();
-    println!("== summary ==");
-    match (operator_time, bare_time) {
-        (Some(operator), Some(bare)) => println!(
-            "time to Ready: operator {} vs bare loop {}: ratio operator/bare {:.2}",
-            secs(operator),
-            secs(bare),
-            operator.as_secs_f64() / bare.as_secs_f64().max(1e-9)
-        ),
-        _ => println!("time to Ready: no ratio, a run did not converge"),
+    println!(
+        "== summary: {} Redis x {} pods, load average {} ==",
+        args.count,
+        args.replicas,
+        load_average()
+    );
+    let rows: [(&str, Cell); 6] = [
+        ("operator: time to all Ready", |r: &Round| {
+            r.operator.ready.map_or_else(na, secs)
+        }),
+        ("bare loop: time to all Ready", |r: &Round| {
+            r.bare.map_or_else(na, secs)
+        }),
+        ("time ratio operator/bare", |r: &Round| {
+            match (r.operator.ready, r.bare) {
+                (Some(o), Some(b)) => {
+                    format!("{:.2}", o.as_secs_f64() / b.as_secs_f64().max(1e-9))
+                }
+                _ => na(),
+            }
+        }),
+        ("controller writes/minimum", |r: &Round| {
+            r.operator.writes.map_or_else(na, |w| {
+                format!("{}/{} = {:.3}", w.total, w.minimum, w.ratio())
+            })
+        }),
+        ("controller writes while idle", |r: &Round| {
+            r.operator.idle_writes.map_or_else(na, |n| n.to_string())
+        }),
+        ("controller peak RSS (VmHWM)", |r: &Round| {
+            r.operator.peak_rss_kib.map_or_else(na, mib)
+        }),
+    ];
+    let width = 34;
+    let mut header = format!("{:<width$}", "");
+    for r in rounds {
+        header.push_str(&format!(" | {:<24}", r.phase));
     }
-    Ok(complete)
+    println!("{header}");
+    for (label, cell) in &rows {
+        let mut line = format!("{label:<width$}");
+        for r in rounds {
+            line.push_str(&format!(" | {:<24}", cell(r)));
+        }
+        println!("{line}");
+    }
+    if let [without, with, ..] = rounds
+        && let (Some(a), Some(b)) = (without.operator.peak_rss_kib, with.operator.peak_rss_kib)
+    {
+        println!(
+            "peak RSS with the unrelated pods minus without: {:+.1} MiB",
+            (b as f64 - a as f64) / 1024.0
+        );
+    }
 }

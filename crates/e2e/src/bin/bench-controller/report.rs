@@ -12,8 +12,28 @@ use k8s_openapi::jiff::Timestamp;
 use super::Args;
 use crate::audit::{AuditEvent, WRITE_VERBS, by_key};
 
+/// The least number of writes that converge `count` new Redis of `replicas` pods: per Redis,
+/// its pods, the finalizer, one status write, one apply each of its Service and its
+/// PodDisruptionBudget, and one Event for the batch of pod creates.
+pub(crate) fn minimum_writes(count: usize, replicas: usize) -> usize {
+    count * (replicas + 5)
+}
+
+/// Writes against the minimum: `total` and its ratio to `minimum`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Writes {
+    pub(crate) total: usize,
+    pub(crate) minimum: usize,
+}
+
+impl Writes {
+    pub(crate) fn ratio(self) -> f64 {
+        self.total as f64 / self.minimum.max(1) as f64
+    }
+}
+
 /// The controller's writes during the run: by resource and verb, against the minimum.
-pub(crate) fn report_run_writes(run: &[&AuditEvent], args: &Args, ready_wall: Timestamp) {
+pub(crate) fn report_run_writes(run: &[&AuditEvent], args: &Args, ready_wall: Timestamp) -> Writes {
     let verbs: Vec<&str> = WRITE_VERBS
         .iter()
         .copied()
@@ -59,19 +79,22 @@ pub(crate) fn report_run_writes(run: &[&AuditEvent], args: &Args, ready_wall: Ti
     }
 
     let replicas = usize::try_from(args.replicas).unwrap_or(0);
-    // Per Redis: its pods, the finalizer, one status write, and one apply each of its Service
-    // and its PodDisruptionBudget.
-    let minimum = args.count * (replicas + 4);
+    let minimum = minimum_writes(args.count, replicas);
     let events = run.iter().filter(|e| e.resource == "events").count();
     println!(
         "minimum: {minimum} = {} x ({replicas} pod creates + 1 finalizer write + 1 status write \
-         + 1 Service + 1 PodDisruptionBudget apply)",
+         + 1 Service + 1 PodDisruptionBudget apply + 1 Event for the batch of pod creates)",
         args.count
     );
+    let writes = Writes {
+        total: run.len(),
+        minimum,
+    };
     println!(
-        "ratio to minimum: {:.2} ({:.2} without the {events} Event writes)",
-        run.len() as f64 / minimum.max(1) as f64,
-        (run.len() - events) as f64 / minimum.max(1) as f64
+        "writes/minimum: {}/{minimum} = {:.3} ({events} of them Event writes, {:.2} per Redis)",
+        run.len(),
+        writes.ratio(),
+        events as f64 / args.count.max(1) as f64
     );
     let per_redis = |resource: &str| {
         let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -115,6 +138,7 @@ pub(crate) fn report_run_writes(run: &[&AuditEvent], args: &Args, ready_wall: Ti
             )
         }
     );
+    writes
 }
 
 /// Where each Redis's time to Ready goes: from its create to the controller's first write
@@ -260,6 +284,20 @@ pub(crate) fn memory(process: &Process) -> Option<String> {
         field("VmHWM:")?,
         field("VmRSS:")?
     ))
+}
+
+/// A `Vm*` figure of /proc/<pid>/status in KiB (`VmHWM:` is the peak RSS).
+pub(crate) fn vm_kib(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// `12.3 MiB`.
+pub(crate) fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
 /// User + system CPU time of a process so far, in seconds (USER_HZ = 100 on Linux).

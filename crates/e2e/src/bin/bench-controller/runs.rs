@@ -15,16 +15,32 @@ use super::Args;
 use crate::audit::{AuditEvent, AuditLog, by_key};
 use crate::load::{Drain, Tracker, create_all};
 use crate::report::{
-    cpu_seconds, memory, percentiles, print_metrics, report_busiest, report_run_writes,
-    report_stages,
+    Writes, cpu_seconds, memory, percentiles, print_metrics, report_busiest, report_run_writes,
+    report_stages, vm_kib,
 };
 
-/// The operator's run; the time until all Redis were Ready (None: not within the timeout).
+/// What one operator run came to (None: not measured).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OperatorRun {
+    /// Until all Redis were Ready (None: not within the timeout).
+    pub(crate) ready: Option<Duration>,
+    /// The controller's writes from the first create to all Ready + settle, against the minimum.
+    pub(crate) writes: Option<Writes>,
+    /// The controller's writes during the idle period.
+    pub(crate) idle_writes: Option<usize>,
+    /// The controller's peak RSS (VmHWM) at the end of the idle period, in KiB.
+    pub(crate) peak_rss_kib: Option<u64>,
+}
+
+/// The operator's run: a controller of its own (so its peak RSS is this run's), converging
+/// `args.count` new Redis, then idle. `phase` names the run in the headings.
 pub(crate) async fn operator_run(
     cluster: &Cluster,
     audit: Option<&AuditLog>,
     args: &Args,
-) -> Result<Option<Duration>, Error> {
+    phase: &str,
+) -> Result<OperatorRun, Error> {
+    let mut figures = OperatorRun::default();
     let ns = cluster
         .namespace_with(
             "bench-ctl",
@@ -60,7 +76,7 @@ pub(crate) async fn operator_run(
 
     println!();
     println!(
-        "== operator: {} Redis x {} pods in {} ==",
+        "== operator ({phase}): {} Redis x {} pods in {} ==",
         args.count,
         args.replicas,
         ns.name()
@@ -114,7 +130,7 @@ pub(crate) async fn operator_run(
             .copied()
             .filter(|e| e.at >= start_wall && e.at < settled_wall)
             .collect();
-        report_run_writes(&run, args, ready_wall);
+        figures.writes = Some(report_run_writes(&run, args, ready_wall));
         report_stages(&events, &user);
         report_busiest(&events, &run, &user);
     }
@@ -143,6 +159,7 @@ pub(crate) async fn operator_run(
             args.idle,
             idle.len()
         );
+        figures.idle_writes = Some(idle.len());
         for event in idle.iter().take(50) {
             println!("  {}", event.describe(&settled_wall, &user));
         }
@@ -152,7 +169,8 @@ pub(crate) async fn operator_run(
     }
     print_metrics(controller).await;
     println!();
-    println!("== memory ==");
+    println!("== memory ({phase}) ==");
+    figures.peak_rss_kib = vm_kib(controller.process.pid(), "VmHWM:");
     println!(
         "redis-controller: {}",
         memory(&controller.process).unwrap_or_else(|| "unknown".into())
@@ -194,11 +212,16 @@ pub(crate) async fn operator_run(
     drop(drain);
     drop(operator);
     drop(ns);
-    Ok(ready_time)
+    figures.ready = ready_time;
+    Ok(figures)
 }
 
 /// The reference: the same pods, created by a bare loop with the same concurrency.
-pub(crate) async fn bare_run(cluster: &Cluster, args: &Args) -> Result<Option<Duration>, Error> {
+pub(crate) async fn bare_run(
+    cluster: &Cluster,
+    args: &Args,
+    phase: &str,
+) -> Result<Option<Duration>, Error> {
     let ns = cluster
         .namespace_with(
             "bench-bare",
@@ -238,7 +261,7 @@ pub(crate) async fn bare_run(cluster: &Cluster, args: &Args) -> Result<Option<Du
 
     println!();
     println!(
-        "== bare loop: {total} pods ({} creators, pod creates only) in {} ==",
+        "== bare loop ({phase}): {total} pods ({} creators, pod creates only) in {} ==",
         args.creators,
         ns.name()
     );
