@@ -1104,6 +1104,15 @@ async fn a_leader_that_cannot_renew_steps_down_before_its_lease_runs_out() -> Re
     Ok(())
 }
 
+/// Sets or removes the pause annotation of my-op-redis.
+async fn set_paused(redis: &Api<Redis>, paused: bool) -> Result<Redis, kube::Error> {
+    let value = paused.then_some("true");
+    let patch = json!({"metadata": {"annotations": {api::PAUSED_ANNOTATION: value}}});
+    redis
+        .patch("my-op-redis", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+}
+
 /// The pause annotation: the Ready condition says Paused; a pod deleted by hand stays gone even
 /// after the controller has looked again (its pod trigger ran a reconcile); deletion of a paused
 /// Redis still completes; resuming brings the pod back.
@@ -1111,16 +1120,7 @@ async fn a_leader_that_cannot_renew_steps_down_before_its_lease_runs_out() -> Re
 async fn a_paused_redis_is_left_alone_until_resumed() -> Result<(), Error> {
     let (_cluster, ns, operator) = setup("paused").await?;
     let redis = create_sample(&ns).await?;
-    let pause =
-        |value: Option<&str>| json!({"metadata": {"annotations": {api::PAUSED_ANNOTATION: value}}});
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(pause(Some("true"))),
-        )
-        .await
-        .context("pausing")?;
+    set_paused(&redis, true).await.context("pausing")?;
     wait_for("Ready=False Paused", CONVERGE, || async {
         let status = redis
             .get("my-op-redis")
@@ -1141,13 +1141,7 @@ async fn a_paused_redis_is_left_alone_until_resumed() -> Result<(), Error> {
     pods.delete("my-op-redis-1", &DeleteParams::default())
         .await
         .context("deleting my-op-redis-1 by hand")?;
-    wait_for("my-op-redis-1 gone", CONVERGE, || async {
-        match pods.get_opt("my-op-redis-1").await.map_err(seen)? {
-            None => Ok(()),
-            Some(p) => Err(e2e::pods::describe(&p)),
-        }
-    })
-    .await?;
+    e2e::pods::wait_gone(&pods, "my-op-redis-1", CONVERGE).await?;
     // The pod's deletion woke the controller; once it has run, nothing was recreated.
     wait_for("a reconcile after the deletion", CONVERGE, || async {
         let now = metric(&operator.controller, "redis_controller_reconciles_total")
@@ -1170,34 +1164,14 @@ async fn a_paused_redis_is_left_alone_until_resumed() -> Result<(), Error> {
         "no pod created while paused"
     );
 
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(pause(None)),
-        )
-        .await
-        .context("resuming")?;
+    set_paused(&redis, false).await.context("resuming")?;
     wait_converged(&ns, "my-op-redis", &["my-op-redis-0", "my-op-redis-1"]).await?;
 
     // Deleting a paused Redis is not blocked: its finalizer is still honoured.
-    redis
-        .patch(
-            "my-op-redis",
-            &PatchParams::default(),
-            &Patch::Merge(pause(Some("true"))),
-        )
-        .await
-        .context("pausing again")?;
+    set_paused(&redis, true).await.context("pausing again")?;
     redis
         .delete("my-op-redis", &DeleteParams::default())
         .await
         .context("deleting the paused Redis")?;
-    wait_for("the paused Redis gone", CONVERGE, || async {
-        match redis.get_opt("my-op-redis").await.map_err(seen)? {
-            None => Ok(()),
-            Some(_) => Err("still there".to_owned()),
-        }
-    })
-    .await
+    e2e::pods::wait_gone(&redis, "my-op-redis", CONVERGE).await
 }

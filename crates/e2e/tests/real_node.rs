@@ -474,13 +474,7 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         .delete("via-helm", &Default::default())
         .await
         .context("deleting via-helm")?;
-    wait_for("via-helm to be gone", CONVERGE, || async {
-        match redis_api.get_opt("via-helm").await.map_err(seen)? {
-            None => Ok(()),
-            Some(_) => Err("still there".to_string()),
-        }
-    })
-    .await?;
+    e2e::pods::wait_gone(&redis_api, "via-helm", CONVERGE).await?;
     drop(release);
     Ok(())
 }
@@ -592,13 +586,7 @@ async fn a_claim_on_the_default_storage_class_keeps_redis_data_across_pods() -> 
     pods.delete("writer", &Default::default())
         .await
         .context("deleting writer")?;
-    wait_for("writer gone", CONVERGE, || async {
-        match pods.get_opt("writer").await.map_err(seen)? {
-            None => Ok(()),
-            Some(_) => Err("still there".to_string()),
-        }
-    })
-    .await?;
+    e2e::pods::wait_gone(&pods, "writer", CONVERGE).await?;
     pods.create(&PostParams::default(), &redis_on_claim("reader", "data"))
         .await
         .context("creating reader")?;

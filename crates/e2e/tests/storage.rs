@@ -106,14 +106,7 @@ async fn scale(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Erro
 }
 
 async fn gone(ns: &TestNamespace, name: &str) -> Result<(), Error> {
-    let redis: Api<Redis> = ns.api();
-    wait_for(&format!("{name} gone"), CONVERGE, || async {
-        match redis.get_opt(name).await.map_err(seen)? {
-            None => Ok(()),
-            Some(_) => Err("still there".to_owned()),
-        }
-    })
-    .await
+    e2e::pods::wait_gone(&ns.api::<Redis>(), name, CONVERGE).await
 }
 
 /// Keys written with appendonly survive the pod: the new pod of the ordinal mounts the same
