@@ -6,7 +6,7 @@ use crate::metrics::Metrics;
 use crate::reconcile::{self, Context, FIELD_MANAGER};
 use api::Redis;
 use futures::{StreamExt, future};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
@@ -52,7 +52,38 @@ pub async fn run(
         watcher::Config::default().labels(&api::pods::managed_pods_selector()),
     )
     .default_backoff()
-    .modify(|pod| pod.managed_fields_mut().clear())
+    // The cache keeps only what the controller reads of a pod (plan::PodView::from_pod and
+    // PodTrouble, replication, auth, storage): its metadata, and of its status the phase,
+    // conditions, IP, reason and the containers' name, image, readiness and state. Its spec
+    // (which the spec-hash annotation stands for) and the rest go: at 3,000 pods, a full Pod
+    // is most of the controller's memory.
+    .modify(|pod| {
+        pod.managed_fields_mut().clear();
+        pod.spec = None;
+        if let Some(status) = pod.status.take() {
+            pod.status = Some(PodStatus {
+                phase: status.phase,
+                conditions: status.conditions,
+                pod_ip: status.pod_ip,
+                reason: status.reason,
+                message: status.message,
+                container_statuses: status.container_statuses.map(|all| {
+                    all.into_iter()
+                        .map(|c| ContainerStatus {
+                            name: c.name,
+                            image: c.image,
+                            ready: c.ready,
+                            restart_count: c.restart_count,
+                            started: c.started,
+                            state: c.state,
+                            ..ContainerStatus::default()
+                        })
+                        .collect()
+                }),
+                ..PodStatus::default()
+            });
+        }
+    })
     .reflect(pod_writer)
     .touched_objects()
     .for_each(move |pod| {
