@@ -47,7 +47,7 @@ pub(crate) async fn operator_run(
             NamespaceOptions::default().pod_security("restricted"),
         )
         .await?;
-    let audit_offset = audit.map(AuditLog::len);
+    let audit_offset = audit.map(AuditLog::mark);
     progress(format!("starting the operator for namespace {}", ns.name()));
     let controller_args: Vec<&str> = args.controller_args.iter().map(String::as_str).collect();
     let operator = Operator::start_with(cluster, &ns, &controller_args).await?;
