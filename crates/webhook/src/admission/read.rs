@@ -501,6 +501,13 @@ mod tests {
                 "1e400",
             ),
             (json!({"metadata": {"labels": {"a": 1}}}), ""),
+            (json!({"metadata": {"annotations": {"a": 1}}}), ""),
+            (
+                json!({"metadata": {"annotations": {"a": [], "b": "c"}}}),
+                "",
+            ),
+            // Half a surrogate pair: valid JSON syntax, but no string.
+            (json!({"metadata": {"annotations": {"a": "LONE"}}}), ""),
             (
                 json!({"metadata": {"annotations": {"myapp.tangx.in/deletion-protection": 1}}}),
                 "",
@@ -522,6 +529,7 @@ mod tests {
                 };
             }
             let mut body = String::from_utf8(review("DELETE", Value::Null, object)).expect("UTF-8");
+            body = body.replace("LONE", "\\ud800");
             if !replace.is_empty() {
                 body = body.replace(r#"{"f:spec":0}"#, &format!(r#"{{"f:spec":{replace}}}"#));
             }

@@ -13,6 +13,7 @@ use api::DELETION_PROTECTION_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -34,6 +35,25 @@ impl<'de> Deserialize<'de> for Str {
             }
         }
         d.deserialize_string(V)
+    }
+}
+
+/// A JSON string, checked by scanning its text in place: no copy, nothing unescaped. For long
+/// strings with escapes, such as kubectl's last-applied-configuration annotation.
+pub(super) struct ScannedStr;
+
+impl<'de> Deserialize<'de> for ScannedStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // serde_json checks a raw value's syntax (escapes, control characters) as it skips it,
+        // but not what a `\u` escape stands for, which `String` refuses when it is half of a
+        // surrogate pair: a string with any `\u` is read as `String` reads it.
+        let text = <&RawValue>::deserialize(d)?.get();
+        if text.starts_with('"') && !text.contains("\\u") {
+            return Ok(ScannedStr);
+        }
+        serde_json::from_str::<Str>(text)
+            .map(|Str| ScannedStr)
+            .map_err(D::Error::custom)
     }
 }
 
@@ -298,7 +318,7 @@ impl<'de> Deserialize<'de> for Annotations {
                     match key {
                         // A map's repeated key keeps its last value.
                         Some(_) => protection = Some(map.next_value::<String>()?),
-                        None => map.next_value::<Str>().map(drop)?,
+                        None => map.next_value::<ScannedStr>().map(drop)?,
                     }
                 }
                 Ok(Annotations(protection))
@@ -326,4 +346,28 @@ pub(super) struct Gvr {
     resource: Str,
     #[serde(default)]
     api_version: Str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scanned_string_is_what_a_string_reads() {
+        for text in [
+            r#""x""#,
+            r#""\"\n""#,
+            r#""\ud800""#,
+            r#""\ud83d\ude00""#,
+            r#""\\u""#,
+            "1",
+            "[]",
+            "{}",
+            "null",
+        ] {
+            let string = serde_json::from_str::<Str>(text).is_ok();
+            let scanned = serde_json::from_str::<ScannedStr>(text).is_ok();
+            assert_eq!(string, scanned, "{text}");
+        }
+    }
 }
