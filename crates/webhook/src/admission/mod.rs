@@ -4,6 +4,7 @@
 //! This file holds the endpoints ([`answer`] for an [`Endpoint`]) and the [`Answer`] they build;
 //! the rest is one job per file:
 //! - `read`: the typed and the loose reading of a request,
+//! - `skim`: the typed reading's checks of what no decision reads, which build nothing,
 //! - `mutate`: `/mutate`, the patch of missing defaults,
 //! - `validate`: `/validate`, the decisions of the admission rules,
 //! - `wire`: the answer's JSON as sent, with a base64 patch.
