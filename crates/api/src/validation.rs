@@ -9,7 +9,6 @@ use crate::defaults::parse_duration;
 use crate::types::{Mode, Redis, RedisSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use oci_spec::distribution::Reference;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{LazyLock, Mutex};
@@ -589,12 +588,63 @@ fn parse_image_uncached(image: &str) -> ParsedImage {
     if image.is_empty() {
         return Err("must not be empty".to_owned());
     }
-    let reference = image
-        .parse::<Reference>()
-        .map_err(|e| format!("\"{image}\" is not a valid image reference: {e}"))?;
+    let invalid = |reason: &str| format!("\"{image}\" is not a valid image reference: {reason}");
+    let captures = image_reference_regex()
+        .captures(image)
+        .ok_or_else(|| invalid("invalid reference format"))?;
+    let name = captures.get(1).map_or("", |m| m.as_str());
+    if name.len() > IMAGE_NAME_MAX {
+        return Err(invalid(&format!(
+            "repository name must not be more than {IMAGE_NAME_MAX} characters"
+        )));
+    }
+    let tag = captures.get(2).map(|m| m.as_str());
+    let digest = captures.get(3).map(|m| m.as_str());
+    if let Some(digest) = digest {
+        // As go-digest: a known algorithm and its length of lowercase hex.
+        let (algorithm, hex) = digest
+            .split_once(':')
+            .ok_or_else(|| invalid("invalid checksum digest format"))?;
+        let length = match algorithm {
+            "sha256" => 64,
+            "sha384" => 96,
+            "sha512" => 128,
+            _ => return Err(invalid("unsupported digest algorithm")),
+        };
+        if hex.len() != length {
+            return Err(invalid("invalid checksum digest length"));
+        }
+        if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(invalid("invalid checksum digest format"));
+        }
+    }
     Ok(ImageFacts {
-        latest: reference.digest().is_none() && reference.tag() == Some("latest"),
+        latest: digest.is_none() && tag.is_none_or(|t| t == "latest"),
     })
+}
+
+/// distribution/reference's limit on the name (domain and path).
+const IMAGE_NAME_MAX: usize = 255;
+
+/// distribution/reference's `ReferenceRegexp` (name, `:tag`, `@digest`), as Go's RE2 reads it:
+/// `\w` is ASCII, and a domain may be an IPv6 address in brackets. regex-lite has exactly those
+/// ASCII semantics and compiles this in microseconds into a few KiB; the `regex` crate's Unicode
+/// `\w` made it a multi-MiB automaton and accepted tags such as "é" that no runtime pulls.
+fn image_reference_regex() -> &'static regex_lite::Regex {
+    const DOMAIN_COMPONENT: &str = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+    const PATH_COMPONENT: &str = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*";
+    static REGEX: LazyLock<Option<regex_lite::Regex>> = LazyLock::new(|| {
+        let host = format!(r"(?:{DOMAIN_COMPONENT}(?:\.{DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])");
+        let domain = format!(r"{host}(?::[0-9]+)?");
+        let name = format!(r"(?:{domain}/)?{PATH_COMPONENT}(?:/{PATH_COMPONENT})*");
+        let tag = r"[\w][\w.-]{0,127}";
+        let digest = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}";
+        regex_lite::Regex::new(&format!(r"^({name})(?::({tag}))?(?:@({digest}))?$")).ok()
+    });
+    // The pattern is a constant: a test builds it, so this never fails in a release.
+    REGEX
+        .as_ref()
+        .unwrap_or_else(|| unreachable!("the image reference pattern compiles"))
 }
 
 /// Allowed but unwise: reported as admission warnings (kubectl prints them).
@@ -859,6 +909,34 @@ mod tests {
         }
         let v = Policy::default().validate_create(&redis("r", json!({"image": ""})));
         assert_eq!(v.message(), "spec.image: must not be empty");
+        // As Go's distribution/reference (what containerd and the kubelet use) reads them.
+        for (image, allowed) in [
+            ("[::1]:5000/redis:7", true),
+            ("registry.example.com:443/a/b/c:v1_2.3-x", true),
+            ("redis:é", false),
+            (
+                "redis@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+                false,
+            ),
+            ("redis@md5:0123456789abcdef0123456789abcdef", false),
+            ("a__b/c---d:1", true),
+            ("a___b:1", false),
+            (&format!("{}:1", "a".repeat(256)), false),
+        ] {
+            let v = Policy::default().validate_create(&redis("r", json!({"image": image})));
+            assert_eq!(v.allowed(), allowed, "{image}: {}", v.message());
+        }
+    }
+
+    #[test]
+    fn latest_is_no_tag_or_the_latest_tag_without_a_digest() {
+        let latest = |image: &str| parse_image_uncached(image).map(|f| f.latest);
+        assert_eq!(latest("redis"), Ok(true));
+        assert_eq!(latest("redis:latest"), Ok(true));
+        assert_eq!(latest("redis:7"), Ok(false));
+        let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(latest(&format!("redis@{digest}")), Ok(false));
+        assert_eq!(latest(&format!("redis:latest@{digest}")), Ok(false));
     }
 
     #[test]
