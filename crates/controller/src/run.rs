@@ -53,17 +53,21 @@ pub async fn run(
     )
     .default_backoff()
     // The cache keeps only what the controller reads of a pod (plan::PodView::from_pod and
-    // PodTrouble, replication, auth, storage): its metadata, and of its status the phase,
-    // conditions, IP, reason and the containers' name, image, readiness and state. Its spec
-    // (which the spec-hash annotation stands for) and the rest go: at 3,000 pods, a full Pod
-    // is most of the controller's memory.
+    // PodTrouble, replication, auth, storage): its metadata, and of its status the phase, the
+    // Ready and PodScheduled conditions, IP, reason and the containers' name, image, readiness
+    // and state. Its spec (which the spec-hash annotation stands for) and the rest go: at 3,000
+    // pods, a full Pod is most of the controller's memory.
     .modify(|pod| {
         pod.managed_fields_mut().clear();
         pod.spec = None;
         if let Some(status) = pod.status.take() {
             pod.status = Some(PodStatus {
                 phase: status.phase,
-                conditions: status.conditions,
+                conditions: status.conditions.map(|all| {
+                    all.into_iter()
+                        .filter(|c| c.type_ == "Ready" || c.type_ == "PodScheduled")
+                        .collect()
+                }),
                 pod_ip: status.pod_ip,
                 reason: status.reason,
                 message: status.message,
