@@ -88,11 +88,16 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<Pod>]) -> Result<Outcome, Er
         .map(|(pod, seen)| member(pass, pod, seen.as_ref().map(|o| o.role.clone())))
         .collect();
 
-    let labelled_unhealthy = members
+    let labelled = members
         .iter()
-        .find(|m| !m.terminating && m.label == Some(Label::Primary))
-        .filter(|m| !(m.ready && matches!(m.redis, Some(info::RedisRole::Primary { .. }))))
-        .map(|m| m.name.as_str());
+        .find(|m| !m.terminating && m.label == Some(Label::Primary));
+    // The clock of an unhealthy primary; with no primary at all (its pod gone), of that state
+    // (keyed by an empty name), so a failover may wait a bounded time for an unread replica.
+    let labelled_unhealthy = match labelled {
+        Some(m) if m.ready && matches!(m.redis, Some(info::RedisRole::Primary { .. })) => None,
+        Some(m) => Some(m.name.as_str()),
+        None => Some(""),
+    };
     let settings = Settings {
         replicas: pass.replicas,
         port: pass.port,

@@ -308,6 +308,9 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
 fn without_primary(live: &[&Member], settings: &Settings) -> Decision {
     // A server with data: it followed a primary (not only the fence), or it is one.
     if let Some(candidate) = best_replica(live, None, settings.port) {
+        if let Some(wait) = wait_for_unread(live, candidate, settings) {
+            return wait;
+        }
         return Decision {
             steps: promote(candidate, live),
             primary: Some(candidate.name.clone()),
@@ -377,6 +380,44 @@ fn promote(candidate: &Member, live: &[&Member]) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// Before promoting `candidate`: a replica whose container runs but whose redis-server could not
+/// be read this pass (a labelled replica) may hold more acknowledged writes than the candidate (a write acknowledged
+/// by `WAIT 1` from it alone), and it would be repointed and resynced away. So wait for it, for at
+/// most `failoverAfter` since the primary was lost; then the best readable one is promoted.
+fn wait_for_unread(live: &[&Member], candidate: &Member, settings: &Settings) -> Option<Decision> {
+    let unread: Vec<&str> = live
+        .iter()
+        .filter(|m| {
+            // Only a labelled replica followed the lost primary; a new, unlabelled pod has no
+            // data to wait for.
+            m.name != candidate.name
+                && m.label == Some(Label::Replica)
+                && m.ip.is_some()
+                && !m.process_gone
+                && !m.terminating
+                && m.redis.is_none()
+        })
+        .map(|m| m.name.as_str())
+        .collect();
+    let waited = settings
+        .primary_unhealthy_for
+        .unwrap_or(settings.failover_after);
+    if unread.is_empty() || waited >= settings.failover_after {
+        return None;
+    }
+    Some(Decision {
+        steps: Vec::new(),
+        primary: None,
+        health: Health::FailingOver(format!(
+            "no primary: reading {} before choosing the most up-to-date replica ({}s of {}s)",
+            unread.join(", "),
+            waited.as_secs(),
+            settings.failover_after.as_secs()
+        )),
+        event: None,
+    })
 }
 
 /// The reachable server with the most data: a replica that followed the lost primary (or any
@@ -687,6 +728,24 @@ mod tests {
         let d = decide(&[lost, gone, fenced(2)], &s);
         assert_eq!(d.steps, vec![]);
         assert!(matches!(d.health, Health::NoCandidate(_)), "{:?}", d.health);
+    }
+
+    #[test]
+    fn with_the_primary_gone_an_unread_replica_is_waited_for_until_failover_after() {
+        let mut unread = replica(1, 0, 0);
+        unread.redis = None;
+        let members = [fenced(0), unread, replica(2, 0, 100)];
+        let mut s = settings(3);
+        s.primary_unhealthy_for = Some(Duration::from_secs(1));
+        let d = decide(&members, &s);
+        assert!(d.steps.is_empty(), "{d:?}");
+        assert!(
+            matches!(&d.health, Health::FailingOver(m) if m.contains("r-1")),
+            "{d:?}"
+        );
+        s.primary_unhealthy_for = Some(s.failover_after);
+        let d = decide(&members, &s);
+        assert_eq!(d.primary.as_deref(), Some("r-2"));
     }
 
     #[test]
