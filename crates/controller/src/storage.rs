@@ -148,14 +148,7 @@ pub fn plan(storage: &StorageSpec, replicas: u32, seen: &ClaimsSeen<'_>) -> Clai
                 owned: owned_wanted,
             });
         }
-        let requested = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.resources.as_ref())
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get("storage"))
-            .and_then(|q| quantity_bytes(&q.0));
-        if let (Some(requested), Some(wanted)) = (requested, wanted_bytes)
+        if let (Some(requested), Some(wanted)) = (requested_bytes(claim), wanted_bytes)
             && requested < wanted
         {
             let class = claim
@@ -178,6 +171,17 @@ pub fn plan(storage: &StorageSpec, replicas: u32, seen: &ClaimsSeen<'_>) -> Clai
         }
     }
     plan
+}
+
+/// The storage a claim requests, in bytes.
+fn requested_bytes(claim: &PersistentVolumeClaim) -> Option<u128> {
+    claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage"))
+        .and_then(|q| quantity_bytes(&q.0))
 }
 
 /// The size request of a grown claim: only `spec.resources.requests.storage` changes.
@@ -352,13 +356,12 @@ async fn expandable_classes(
     let wanted = quantity_bytes(&storage.size.0);
     let mut classes = HashMap::new();
     for claim in claims {
-        let spec = claim.spec.as_ref();
-        let requested = spec
-            .and_then(|s| s.resources.as_ref())
-            .and_then(|r| r.requests.as_ref())
-            .and_then(|r| r.get("storage"))
-            .and_then(|q| quantity_bytes(&q.0));
-        let Some(class) = spec.and_then(|s| s.storage_class_name.as_deref()) else {
+        let requested = requested_bytes(claim);
+        let Some(class) = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.storage_class_name.as_deref())
+        else {
             continue;
         };
         if classes.contains_key(class)
