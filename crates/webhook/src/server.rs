@@ -514,12 +514,7 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
                 let operation = operation_label(&answer.operation);
                 let result = answer.outcome.as_str();
                 let denied = answer.outcome == admission::Outcome::Denied;
-                let message = answer
-                    .review
-                    .response
-                    .as_ref()
-                    .map(|r| r.result.message.as_str())
-                    .unwrap_or_default();
+                let message = answer.response.result.message.as_str();
                 if denied {
                     tracing::info!(endpoint = endpoint.as_str(), operation, subject = %answer.subject(), message, "denied");
                 } else {

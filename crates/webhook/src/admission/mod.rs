@@ -10,8 +10,9 @@
 //! - `wire`: the answer's JSON as sent, with a base64 patch.
 
 use api::Policy;
-use kube::core::admission::{AdmissionResponse, AdmissionReview, Operation};
-use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
+use kube::core::admission::{AdmissionResponse, Operation};
+#[cfg(test)]
+use kube::core::{DynamicObject, admission::AdmissionReview};
 
 mod mutate;
 mod read;
@@ -21,7 +22,8 @@ mod wire;
 
 use mutate::{SerializedPatch, mutate};
 pub use read::BadReview;
-use read::{Review, read};
+use read::{Gvk, Gvr, Review, read};
+use std::borrow::Cow;
 use std::sync::Arc;
 use validate::{validate, validate_scale};
 
@@ -68,7 +70,8 @@ impl Outcome {
 /// The answer to one review.
 #[derive(Debug)]
 pub struct Answer {
-    pub review: AdmissionReview<DynamicObject>,
+    /// kube's response, with the review's types; sent as [`Answer::to_json`] writes it.
+    pub response: AdmissionResponse,
     pub operation: Operation,
     pub outcome: Outcome,
     namespace: Option<String>,
@@ -78,6 +81,12 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The answer as kube's AdmissionReview (tests compare the wire form with it).
+    #[cfg(test)]
+    pub(crate) fn to_review(&self) -> AdmissionReview<DynamicObject> {
+        self.response.clone().into_review()
+    }
+
     /// `namespace/name` of the object, for logs.
     pub fn subject(&self) -> String {
         format!(
@@ -149,11 +158,11 @@ fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
         },
     };
     Answer {
-        review: response.into_review(),
+        response,
         operation,
         outcome,
-        namespace,
-        name,
+        namespace: namespace.map(Cow::into_owned),
+        name: name.into_owned(),
         patch,
     }
 }
@@ -170,7 +179,7 @@ enum Subject {
 }
 
 impl Subject {
-    fn of(kind: &GroupVersionKind, resource: &GroupVersionResource, sub: Option<&str>) -> Self {
+    fn of(kind: &Gvk, resource: &Gvr, sub: Option<&str>) -> Self {
         let redis_resource = resource.group == api::GROUP && resource.resource == "redis";
         if kind.group == api::GROUP && kind.kind == "Redis" {
             Subject::Redis
@@ -233,7 +242,7 @@ mod fixtures {
     }
 
     pub(super) fn response(answer: &Answer) -> Value {
-        serde_json::to_value(&answer.review).expect("answer encodes")["response"].clone()
+        serde_json::to_value(answer.to_review()).expect("answer encodes")["response"].clone()
     }
 
     pub(super) fn arbitrary_json() -> impl Strategy<Value = Value> {

@@ -196,7 +196,7 @@ mod tests {
     use serde_json::json;
 
     fn apply_patch(answer: &Answer, mut object: Value) -> Value {
-        let resp = answer.review.response.as_ref().expect("response");
+        let resp = &answer.response;
         let patch: Patch =
             serde_json::from_slice(resp.patch.as_ref().expect("patch")).expect("patch decodes");
         json_patch::patch(&mut object, &patch).expect("patch applies");
@@ -256,7 +256,7 @@ mod tests {
 
     /// The patch's operations as `(path, value)`.
     fn patch_ops(answer: &Answer) -> Vec<(String, Value)> {
-        let resp = answer.review.response.as_ref().expect("response");
+        let resp = &answer.response;
         let patch: Patch =
             serde_json::from_slice(resp.patch.as_ref().expect("patch")).expect("patch decodes");
         patch
@@ -396,7 +396,7 @@ mod tests {
             let fresh = serde_json::to_vec(&default_patch(false, parsed.missing_defaults()))
                 .expect("patch encodes");
             for a in [mutate(&object), mutate(&object)] {
-                let resp = a.review.response.as_ref().expect("response");
+                let resp = &a.response;
                 assert_eq!(resp.patch.as_deref(), Some(fresh.as_slice()));
             }
         }
@@ -474,7 +474,7 @@ mod tests {
                 let a = answer(Endpoint::Mutate, &Policy::default(), &review("CREATE", object.clone(), Value::Null))
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 let patch: Patch = serde_json::from_slice(
-                    a.review.response.as_ref().and_then(|r| r.patch.as_ref()).ok_or_else(|| TestCaseError::fail("no patch"))?,
+                    a.response.patch.as_ref().ok_or_else(|| TestCaseError::fail("no patch"))?,
                 ).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 json_patch::patch(&mut object, &patch).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 let patched: RedisSpec = serde_json::from_value(object["spec"].clone())
@@ -490,7 +490,7 @@ mod tests {
                 let a = answer(Endpoint::Mutate, &Policy::default(), &body);
                 prop_assert!(a.is_ok());
                 if let Ok(a) = a {
-                    if let Some(patch) = a.review.response.as_ref().and_then(|r| r.patch.as_ref()) {
+                    if let Some(patch) = a.response.patch.as_ref() {
                         let patch: Patch = serde_json::from_slice(patch).map_err(|e| TestCaseError::fail(e.to_string()))?;
                         let mut target = object;
                         prop_assert!(json_patch::patch(&mut target, &patch).is_ok());

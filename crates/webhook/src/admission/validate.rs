@@ -17,7 +17,7 @@ pub(super) fn validate(
     object: Reading,
     old_object: Reading,
 ) -> (AdmissionResponse, Outcome) {
-    let redis = |reading: Reading| reading.map(ReviewedRedis::into_redis);
+    let redis = |reading: Reading| reading.map(|object| object.into_redis());
     let verdict = match operation {
         Operation::Create => match redis(object) {
             Ok(new) => policy.validate_create(&new),
@@ -72,7 +72,7 @@ pub(super) fn validate_scale(
         Ok(scale) => replicas(scale),
         Err(e) => return undecodable(response, "object", "autoscaling/v1 Scale", e),
     };
-    let verdict = policy.validate_scale(new, old_object.as_ref().ok().map(replicas));
+    let verdict = policy.validate_scale(new, old_object.as_deref().ok().map(replicas));
     decide(response, verdict, operation, name)
 }
 

@@ -19,9 +19,7 @@ impl Answer {
     /// Written straight into one buffer, in the order and form serde would write
     /// [`WireReview`]; a default patch comes already in base64 (see `mutate`'s cache).
     pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
-        let Some(response) = &self.review.response else {
-            return serde_json::to_vec(&self.review);
-        };
+        let response = &self.response;
         let cached = self
             .patch
             .as_ref()
@@ -47,9 +45,9 @@ impl Answer {
                     .sum::<usize>(),
         );
         out.extend_from_slice(b"{\"apiVersion\":");
-        serde_json::to_writer(&mut out, &self.review.types.api_version)?;
+        serde_json::to_writer(&mut out, &response.types.api_version)?;
         out.extend_from_slice(b",\"kind\":");
-        serde_json::to_writer(&mut out, &self.review.types.kind)?;
+        serde_json::to_writer(&mut out, &response.types.kind)?;
         out.extend_from_slice(b",\"response\":{\"uid\":");
         serde_json::to_writer(&mut out, &response.uid)?;
         out.extend_from_slice(if response.allowed {
@@ -116,10 +114,10 @@ mod tests {
 
     /// The wire form as serde writes [`WireReview`].
     fn serde_wire(a: &Answer) -> Vec<u8> {
-        let response = a.review.response.as_ref().expect("response");
+        let response = &a.response;
         serde_json::to_vec(&WireReview {
-            api_version: &a.review.types.api_version,
-            kind: &a.review.types.kind,
+            api_version: &a.response.types.api_version,
+            kind: &a.response.types.kind,
             response: WireResponse {
                 uid: &response.uid,
                 allowed: response.allowed,
@@ -161,7 +159,7 @@ mod tests {
                 &review("CREATE", object, Value::Null),
             )
             .expect("answers");
-            let mut kube = serde_json::to_value(&a.review).expect("kube's form encodes");
+            let mut kube = serde_json::to_value(a.to_review()).expect("kube's form encodes");
             if let Some(Value::Array(items)) = kube["response"].get("patch") {
                 let bytes: Vec<u8> = items
                     .iter()
