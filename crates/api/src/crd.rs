@@ -11,6 +11,14 @@ pub const COMMITTED_CRD_PATHS: [&str; 2] =
 
 const HEADER: &str = "# Generated from crates/api by `make manifests` (cargo run -p api --bin crdgen). Do not edit.\n";
 
+/// Drops an enum type's own description from its schema, so that `kubectl explain` shows the
+/// field's: kube inlines an `Option<Enum>` field's schema with the type's description over the
+/// field's (`mode` read "How the pods of a Redis relate to each other." instead of what each
+/// mode does). The type's doc comment stays for rustdoc.
+pub(crate) fn field_describes_enum(schema: &mut schemars::Schema) {
+    schema.remove("description");
+}
+
 /// The CRD as YAML, with a header saying where it comes from.
 pub fn crd_yaml() -> Result<String, Error> {
     let body = serde_norway::to_string(&Redis::crd()).map_err(Error::RenderCrd)?;
@@ -71,6 +79,22 @@ mod tests {
                 description.len() > 20,
                 "spec.{field} needs a description for kubectl explain"
             );
+        }
+        // An enum field is described by its field's doc, not by its type's.
+        let retention = &props["storage"]["properties"]["retention"]["properties"];
+        for (description, says) in [
+            (&props["mode"]["description"], "Standalone (the default)"),
+            (
+                &retention["whenDeleted"]["description"],
+                "When the Redis is deleted",
+            ),
+            (
+                &retention["whenScaled"]["description"],
+                "When replicas is lowered",
+            ),
+        ] {
+            let description = description.as_str().unwrap_or_default();
+            assert!(description.starts_with(says), "{description:?}");
         }
         let required = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"];
         assert!(

@@ -124,6 +124,7 @@ pub struct RedisSpec {
 
 /// How the pods of a Redis relate to each other.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::crd::field_describes_enum)]
 pub enum Mode {
     /// Independent redis-servers, one per pod.
     #[default]
@@ -193,6 +194,7 @@ pub struct PodDisruptionBudgetSpec {
 
 /// When the kubelet pulls the container image (core/v1 `Container.imagePullPolicy`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = crate::crd::field_describes_enum)]
 pub enum ImagePullPolicy {
     Always,
     #[default]
