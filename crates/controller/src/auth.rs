@@ -13,10 +13,11 @@
 //! again when its resourceVersion moves. No password is ever logged.
 
 use crate::Error;
+use crate::cached::CachedPod;
 use api::Redis;
 use api::RedisStatus;
 use futures::{StreamExt, future};
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DynamicObject, PartialObjectMeta};
 use kube::core::ApiResource;
@@ -347,7 +348,7 @@ pub async fn settle(
     state: &State,
     client: &Client,
     redis: &Redis,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<CachedPod>],
 ) -> Result<Settled, Error> {
     let uid = redis.metadata.uid.clone().unwrap_or_default();
     let namespace = redis
@@ -375,7 +376,7 @@ pub async fn settle(
         return Ok(report(state, &uid, wanted, None));
     }
     let tries = candidates(wanted.as_deref(), &known.passwords);
-    let live: Vec<&Arc<Pod>> = pods
+    let live: Vec<&Arc<CachedPod>> = pods
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
@@ -392,7 +393,7 @@ pub async fn settle(
         match fix(accepted) {
             Fix::Nothing => {}
             Fix::SetWith(i) => {
-                let ip = pod_ip(pod).unwrap_or_default();
+                let ip = pod.ip().unwrap_or_default();
                 let server = crate::replication::io::Server {
                     ip,
                     port,
@@ -448,13 +449,9 @@ fn report(state: &State, uid: &str, password: Password, failure: Option<String>)
     }
 }
 
-fn pod_ip(pod: &Pod) -> Option<&str> {
-    pod.status.as_ref()?.pod_ip.as_deref()
-}
-
 /// Which of `tries` the pod accepts (`Some(None)`: none); `None` when it does not answer.
-async fn check(pod: &Pod, port: u16, tries: &[Option<&str>]) -> Option<Option<usize>> {
-    let ip = pod_ip(pod)?;
+async fn check(pod: &CachedPod, port: u16, tries: &[Option<&str>]) -> Option<Option<usize>> {
+    let ip = pod.ip()?;
     for (i, password) in tries.iter().enumerate() {
         match answer(&ping(ip, port, *password).await) {
             Answer::Accepted => return Some(Some(i)),

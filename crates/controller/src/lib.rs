@@ -1,6 +1,7 @@
 //! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3).
 //!
 //! - [`auth`]: the password from the Secret, and its live rotation on the pods.
+//! - [`cached`]: what the pod cache keeps of a pod (only what the controller reads).
 //! - [`plan`]: desired replicas + spec hash + the real pods → creates and deletes (pure).
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
 //! - [`children`]: the Services and the PodDisruptionBudget of a Redis (pure builders, and the
@@ -13,6 +14,7 @@
 //! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
 
 pub mod auth;
+pub mod cached;
 pub mod children;
 pub mod cli;
 mod error;

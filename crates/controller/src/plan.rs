@@ -2,8 +2,7 @@
 //! decide what to create and delete. Pure, so every branch is a unit test; the reconciler only
 //! carries the steps out, and the next reconcile re-plans from the new real state.
 
-use crate::pod::SPEC_HASH_ANNOTATION;
-use k8s_openapi::api::core::v1::Pod;
+use crate::cached::CachedPod;
 
 /// What the planner needs to know about one existing pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,17 +53,15 @@ fn stuck_waiting_reason(reason: &str) -> Option<&'static str> {
 impl PodTrouble {
     /// What keeps `pod` from serving, if it is stuck: a container waiting for a reason that does
     /// not pass by itself, else the scheduler finding no node.
-    pub fn of(pod: &Pod) -> Option<Self> {
-        let status = pod.status.as_ref()?;
-        let waiting = status
-            .container_statuses
+    pub fn of(pod: &CachedPod) -> Option<Self> {
+        let waiting = pod
+            .containers
             .iter()
-            .flatten()
             .filter_map(|c| {
-                let waiting = c.state.as_ref()?.waiting.as_ref()?;
-                let reason = stuck_waiting_reason(waiting.reason.as_deref()?)?;
+                let (reason, message) = c.state.as_ref()?.waiting.as_ref()?;
+                let reason = stuck_waiting_reason(reason.as_deref()?)?;
                 let image = c.image.as_str();
-                let message = match waiting.message.as_deref() {
+                let message = match message.as_deref() {
                     Some(m) if !m.is_empty() => m.to_owned(),
                     _ => format!("container {} (image {image:?})", c.name),
                 };
@@ -75,42 +72,23 @@ impl PodTrouble {
             })
             .next();
         waiting.or_else(|| {
-            status
-                .conditions
-                .iter()
-                .flatten()
-                .find(|c| {
-                    c.type_ == "PodScheduled"
-                        && c.status == "False"
-                        && c.reason.as_deref() == Some("Unschedulable")
-                })
-                .map(|c| PodTrouble {
-                    reason: "Unschedulable".to_owned(),
-                    message: c.message.clone().unwrap_or_default(),
-                })
+            pod.unschedulable.as_ref().map(|message| PodTrouble {
+                reason: "Unschedulable".to_owned(),
+                message: message.clone(),
+            })
         })
     }
 }
 
 impl PodView {
-    pub fn from_pod(redis_name: &str, pod: &Pod) -> Self {
+    pub fn from_pod(redis_name: &str, pod: &CachedPod) -> Self {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let status = pod.status.as_ref();
-        let phase = status.and_then(|s| s.phase.as_deref());
-        let ready = status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
         PodView {
             uid: pod.metadata.uid.clone(),
             ordinal: api::pods::ordinal(redis_name, &name),
-            spec_hash: pod
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(SPEC_HASH_ANNOTATION))
-                .cloned(),
-            ready,
-            finished: matches!(phase, Some("Failed" | "Succeeded")),
+            spec_hash: pod.spec_hash.clone(),
+            ready: pod.ready,
+            finished: matches!(pod.phase.as_deref(), Some("Failed" | "Succeeded")),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             trouble: PodTrouble::of(pod),
             primary: pod
@@ -266,6 +244,7 @@ fn held_as_primary(pod: &PodView, pods: &[PodView]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pod::SPEC_HASH_ANNOTATION;
     use crate::status::converged;
 
     const H: &str = "current";
@@ -547,32 +526,29 @@ mod tests {
 
     #[test]
     fn pod_view_reads_a_real_pod() {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
+        let pod = crate::cached::pod(serde_json::json!({
             "metadata": {"name": "r-3", "uid": "u3", "annotations": {SPEC_HASH_ANNOTATION: "abc"},
                          "deletionTimestamp": "2026-01-01T00:00:00Z"},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-        }))
-        .expect("pod");
+        }));
         let view = PodView::from_pod("r", &pod);
         assert_eq!(view.ordinal, Some(3));
         assert_eq!(view.uid.as_deref(), Some("u3"));
         assert_eq!(view.spec_hash.as_deref(), Some("abc"));
         assert!(view.ready && view.terminating && !view.finished);
-        let failed: Pod = serde_json::from_value(
+        let failed = crate::cached::pod(
             serde_json::json!({"metadata": {"name": "r-0"}, "status": {"phase": "Failed"}}),
-        )
-        .expect("pod");
+        );
         assert!(PodView::from_pod("r", &failed).finished);
     }
 
     #[test]
     fn trouble_is_a_stuck_container_or_no_node_and_nothing_else() {
-        let with_status = |status: serde_json::Value| -> Pod {
-            serde_json::from_value(serde_json::json!({
+        let with_status = |status: serde_json::Value| -> CachedPod {
+            crate::cached::pod(serde_json::json!({
                 "metadata": {"name": "r-0"},
                 "status": status,
             }))
-            .expect("pod")
         };
         let waiting = |reason: &str| {
             with_status(serde_json::json!({"containerStatuses": [{
@@ -580,7 +556,7 @@ mod tests {
                 "restartCount": 0, "state": {"waiting": {"reason": reason, "message": "m"}},
             }]}))
         };
-        let trouble = |pod: &Pod| PodTrouble::of(pod).map(|t| (t.reason, t.message));
+        let trouble = |pod: &CachedPod| PodTrouble::of(pod).map(|t| (t.reason, t.message));
         let t = |r: &str| Some((r.to_owned(), "m".to_owned()));
         // Both states of a failing pull read the same, so the status does not flip each retry.
         assert_eq!(trouble(&waiting("ErrImagePull")), t("ImagePullBackOff"));

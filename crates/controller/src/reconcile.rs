@@ -2,6 +2,7 @@
 //! it, records Events, and writes status only when it changed (DESIGN §3).
 
 use crate::Error;
+use crate::cached::CachedPod;
 use crate::metrics::{Metrics, ReasonLabels};
 use crate::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
@@ -43,8 +44,8 @@ const AUTH_RETRY: Duration = Duration::from_secs(10);
 /// What every reconcile shares.
 pub struct Context {
     pub client: Client,
-    /// Pods labelled `app.kubernetes.io/managed-by=redis-operator`, managedFields stripped.
-    pub pods: Store<Pod>,
+    /// Pods labelled `app.kubernetes.io/managed-by=redis-operator`, as `cached` keeps them.
+    pub pods: Store<CachedPod>,
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     /// Consecutive failures per Redis, for exponential backoff.
@@ -61,7 +62,7 @@ pub struct Context {
 impl Context {
     pub fn new(
         client: Client,
-        pods: Store<Pod>,
+        pods: Store<CachedPod>,
         recorder: Recorder,
         metrics: Arc<Metrics>,
     ) -> Self {
@@ -256,7 +257,7 @@ pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>)
 
 /// The pods of `redis` as the watch cache has them: our labels, and `redis` as controller owner
 /// (a pod left by an earlier Redis of the same name is not ours to count).
-fn owned_pods(ctx: &Context, redis: &Redis) -> Vec<Arc<Pod>> {
+fn owned_pods(ctx: &Context, redis: &Redis) -> Vec<Arc<CachedPod>> {
     let (Some(name), Some(uid)) = (
         redis.metadata.name.as_deref(),
         redis.metadata.uid.as_deref(),
@@ -489,7 +490,7 @@ async fn settle_auth(
     redis: &Redis,
     ctx: &Context,
     reference: &ObjectReference,
-    owned: &[Arc<Pod>],
+    owned: &[Arc<CachedPod>],
 ) -> Result<Option<crate::auth::Settled>, Error> {
     let settled = crate::auth::settle(&ctx.auth, &ctx.client, redis, owned).await?;
     if !settled.rotated.is_empty() {
@@ -533,7 +534,7 @@ async fn replicate(
     redis: &Redis,
     ctx: &Context,
     reference: &ObjectReference,
-    owned: &[Arc<Pod>],
+    owned: &[Arc<CachedPod>],
     hash: &str,
     replicas: u32,
     password: Option<&str>,
@@ -1122,7 +1123,7 @@ mod tests {
     }
 
     fn context(client: Client) -> Context {
-        let (pods, _writer) = kube::runtime::reflector::store::<Pod>();
+        let (pods, _writer) = kube::runtime::reflector::store::<CachedPod>();
         let reporter = Reporter {
             controller: FIELD_MANAGER.to_owned(),
             instance: None,

@@ -1,12 +1,13 @@
 //! Wiring: watch caches, the kube-runtime Controller, leader election, the operations port.
 
 use crate::Error;
+use crate::cached::CachedPod;
 use crate::cli::Cli;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Context, FIELD_MANAGER};
 use api::Redis;
-use futures::{StreamExt, future};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
+use futures::{StreamExt, TryStreamExt, future};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
@@ -45,49 +46,16 @@ pub async fn run(
     // The pod cache fills before any reconcile, so the first plans see the pods that exist
     // (a restarted controller creates no duplicates and wastes no writes). This task drives the
     // pod watch and forwards every pod it touches, deletions included, to the Controller.
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let (touched_tx, touched_rx) = tokio::sync::mpsc::unbounded_channel::<Pod>();
+    let (pods, pod_writer) = reflector::store::<CachedPod>();
+    let (touched_tx, touched_rx) = tokio::sync::mpsc::unbounded_channel::<CachedPod>();
     let pod_watch = watcher(
         pod_api,
         watcher::Config::default().labels(&api::pods::managed_pods_selector()),
     )
     .default_backoff()
-    // The cache keeps only what the controller reads of a pod (plan::PodView::from_pod and
-    // PodTrouble, replication, auth, storage): its metadata, and of its status the phase, the
-    // Ready and PodScheduled conditions, IP, reason and the containers' name, image, readiness
-    // and state. Its spec (which the spec-hash annotation stands for) and the rest go: at 3,000
-    // pods, a full Pod is most of the controller's memory.
-    .modify(|pod| {
-        pod.managed_fields_mut().clear();
-        pod.spec = None;
-        if let Some(status) = pod.status.take() {
-            pod.status = Some(PodStatus {
-                phase: status.phase,
-                conditions: status.conditions.map(|all| {
-                    all.into_iter()
-                        .filter(|c| c.type_ == "Ready" || c.type_ == "PodScheduled")
-                        .collect()
-                }),
-                pod_ip: status.pod_ip,
-                reason: status.reason,
-                message: status.message,
-                container_statuses: status.container_statuses.map(|all| {
-                    all.into_iter()
-                        .map(|c| ContainerStatus {
-                            name: c.name,
-                            image: c.image,
-                            ready: c.ready,
-                            restart_count: c.restart_count,
-                            started: c.started,
-                            state: c.state,
-                            ..ContainerStatus::default()
-                        })
-                        .collect()
-                }),
-                ..PodStatus::default()
-            });
-        }
-    })
+    // The cache keeps only what the controller reads of a pod (`cached`): at 3,000 pods, full
+    // Pods were most of the controller's memory.
+    .map_ok(crate::cached::event)
     .reflect(pod_writer)
     .touched_objects()
     .for_each(move |pod| {

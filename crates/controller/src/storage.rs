@@ -18,7 +18,7 @@ use api::Redis;
 use api::pods::LABEL_INSTANCE;
 use api::storage::{RetentionPolicy, StorageSpec, claim_name, claim_ordinal, quantity_bytes};
 use k8s_openapi::api::core::v1::{
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, VolumeResourceRequirements,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -28,6 +28,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 
 use crate::Error;
+use crate::cached::CachedPod;
 use crate::reconcile::FIELD_MANAGER;
 
 /// The condition saying whether every claim requests `spec.storage.size` (present only with
@@ -230,7 +231,7 @@ pub async fn apply(
     store: &Store<PersistentVolumeClaim>,
     redis: &Redis,
     replicas: u32,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<CachedPod>],
 ) -> Result<Option<ClaimsReport>, Error> {
     let Some(storage) = &redis.spec.storage else {
         return Ok(None);

@@ -8,6 +8,7 @@ pub mod io;
 pub mod plan;
 
 use crate::Error;
+use crate::cached::CachedPod;
 use api::MemberStatus;
 use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use futures::future::join_all;
@@ -80,7 +81,7 @@ pub struct Pass<'a> {
 
 /// Observes every pod's redis-server, decides, and carries the steps out in order. A step that
 /// fails ends the pass with the error; the next pass decides again from what is then true.
-pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<Pod>]) -> Result<Outcome, Error> {
+pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outcome, Error> {
     let observed = join_all(pods.iter().map(|pod| observe(pass, pod))).await;
     let members: Vec<Member> = pods
         .iter()
@@ -156,8 +157,8 @@ fn server<'a>(pass: &Pass<'a>, ip: &'a str) -> Server<'a> {
     }
 }
 
-async fn observe(pass: &Pass<'_>, pod: &Pod) -> Option<Observed> {
-    let ip = pod.status.as_ref()?.pod_ip.as_deref()?;
+async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Option<Observed> {
+    let ip = pod.ip()?;
     match server(pass, ip).observe().await {
         Ok(observed) => Some(observed),
         Err(e) => {
@@ -167,7 +168,7 @@ async fn observe(pass: &Pass<'_>, pod: &Pod) -> Option<Observed> {
     }
 }
 
-fn member(pass: &Pass<'_>, pod: &Pod, redis: Option<info::RedisRole>) -> Member {
+fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<info::RedisRole>) -> Member {
     let view = crate::plan::PodView::from_pod(
         pod.metadata
             .labels
@@ -188,7 +189,7 @@ fn member(pass: &Pass<'_>, pod: &Pod, redis: Option<info::RedisRole>) -> Member 
         _ => None,
     };
     Member {
-        ip: pod.status.as_ref().and_then(|s| s.pod_ip.clone()),
+        ip: pod.ip.clone(),
         ready: view.ready,
         terminating: view.terminating || view.finished,
         current: view.spec_hash.as_deref() == Some(pass.hash),
@@ -201,13 +202,12 @@ fn member(pass: &Pass<'_>, pod: &Pod, redis: Option<info::RedisRole>) -> Member 
 }
 
 /// The redis container has a state and it is not `running` (terminated, or waiting to restart).
-fn container_not_running(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == crate::pod::CONTAINER))
+fn container_not_running(pod: &CachedPod) -> bool {
+    pod.containers
+        .iter()
+        .find(|c| c.name == crate::pod::CONTAINER)
         .and_then(|c| c.state.as_ref())
-        .is_some_and(|state| state.running.is_none())
+        .is_some_and(|state| !state.running)
 }
 
 async fn run_step(pass: &Pass<'_>, step: &Step, ips: &HashMap<&str, &str>) -> Result<(), Error> {
