@@ -1,8 +1,8 @@
 //! What the pod cache keeps of a pod: [`CachedPod`], only what the controller reads.
 //!
 //! A `Pod` is 2.4 KiB before any of its strings, lists and maps are counted (its spec is inline
-//! even when `None`), a container status 752 bytes, and every label or annotation map at least a
-//! 544-byte B-tree node. At 3,000 pods those were most of the controller's memory, for fields it
+//! even when `None`), a container status 752 bytes, and a label or annotation map at least a
+//! 544-byte B-tree node: the few labels and the annotation read are fields of their own. At 3,000 pods those were most of the controller's memory, for fields it
 //! never reads. The cache keeps a `CachedPod` instead, made by [`CachedPod::from_pod`] as each
 //! pod comes off the watch; the readers (`plan::PodView`, `plan::PodTrouble`, replication, auth,
 //! storage) read it, so a field they need and the cache drops cannot go unnoticed: it is not
@@ -18,9 +18,13 @@ use std::borrow::Cow;
 /// A pod as the cache keeps it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CachedPod {
-    /// Name, namespace, uid, resourceVersion, labels, owner references and deletionTimestamp;
-    /// no annotations (the one read is [`Self::spec_hash`]), no managedFields.
+    /// Name, namespace, uid, resourceVersion, owner references and deletionTimestamp; no labels
+    /// and no annotations (the ones read are the fields below), no managedFields.
     pub metadata: ObjectMeta,
+    /// The instance label (`api::pods::LABEL_INSTANCE`): the Redis the pod is labelled for.
+    pub instance: Option<String>,
+    /// The role label (`api::pods::ROLE_LABEL`), Replication mode.
+    pub role: Option<String>,
     /// The spec-hash annotation (`pod::SPEC_HASH_ANNOTATION`).
     pub spec_hash: Option<String>,
     /// `status.phase`.
@@ -61,9 +65,8 @@ impl CachedPod {
         } = pod;
         let spec_hash = metadata
             .annotations
-            .as_ref()
-            .and_then(|a| a.get(crate::pod::SPEC_HASH_ANNOTATION))
-            .cloned();
+            .and_then(|mut a| a.remove(crate::pod::SPEC_HASH_ANNOTATION));
+        let mut labels = metadata.labels.unwrap_or_default();
         let status = status.unwrap_or_default();
         let conditions = status.conditions.unwrap_or_default();
         CachedPod {
@@ -72,11 +75,12 @@ impl CachedPod {
                 namespace: metadata.namespace,
                 uid: metadata.uid,
                 resource_version: metadata.resource_version,
-                labels: metadata.labels,
                 owner_references: metadata.owner_references,
                 deletion_timestamp: metadata.deletion_timestamp,
                 ..ObjectMeta::default()
             },
+            instance: labels.remove(api::pods::LABEL_INSTANCE),
+            role: labels.remove(api::pods::ROLE_LABEL),
             spec_hash,
             phase: status.phase,
             ip: status.pod_ip,
@@ -185,7 +189,8 @@ mod tests {
         let cached = pod(json!({
             "metadata": {
                 "name": "r-0", "namespace": "ns", "uid": "u0", "resourceVersion": "7",
-                "labels": {"app.kubernetes.io/instance": "r", "myapp.tangx.in/role": "primary"},
+                "labels": {api::pods::LABEL_INSTANCE: "r", api::pods::ROLE_LABEL: "primary",
+                           "app.kubernetes.io/managed-by": "redis-operator"},
                 "annotations": {crate::pod::SPEC_HASH_ANNOTATION: "abc", "other": "x"},
                 "ownerReferences": [{"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
                                      "name": "r", "uid": "ru", "controller": true}],
@@ -215,13 +220,15 @@ mod tests {
         assert_eq!(meta.namespace.as_deref(), Some("ns"));
         assert_eq!(meta.uid.as_deref(), Some("u0"));
         assert_eq!(meta.resource_version.as_deref(), Some("7"));
-        assert_eq!(meta.labels.as_ref().map(|l| l.len()), Some(2));
         assert_eq!(meta.owner_references.as_ref().map(Vec::len), Some(1));
         assert!(meta.deletion_timestamp.is_some());
         assert_eq!(
-            (&meta.annotations, &meta.finalizers, &meta.generate_name),
+            (&meta.labels, &meta.annotations, &meta.finalizers),
             (&None, &None, &None)
         );
+        assert_eq!(meta.generate_name, None);
+        assert_eq!(cached.instance.as_deref(), Some("r"));
+        assert_eq!(cached.role.as_deref(), Some("primary"));
         assert_eq!(meta.managed_fields, None);
         assert_eq!(cached.spec_hash.as_deref(), Some("abc"));
         assert_eq!(cached.phase.as_deref(), Some("Running"));

@@ -91,12 +91,7 @@ impl PodView {
             finished: matches!(pod.phase.as_deref(), Some("Failed" | "Succeeded")),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             trouble: PodTrouble::of(pod),
-            primary: pod
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(api::pods::ROLE_LABEL))
-                .is_some_and(|r| r == api::pods::ROLE_PRIMARY),
+            primary: pod.role.as_deref() == Some(api::pods::ROLE_PRIMARY),
             name,
         }
     }

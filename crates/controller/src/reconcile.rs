@@ -11,7 +11,6 @@ use crate::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::terminating::TerminatingNamespaces;
 use crate::watched;
 use crate::{RetryClass, backoff};
-use api::pods::LABEL_INSTANCE;
 use api::{FINALIZER, Redis};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -267,7 +266,7 @@ fn owned_pods(ctx: &Context, redis: &Redis) -> Vec<Arc<CachedPod>> {
     let namespace = redis.metadata.namespace.as_deref();
     ctx.pods.state_filter(|pod| {
         pod.metadata.namespace.as_deref() == namespace
-            && pod.labels().get(LABEL_INSTANCE).map(String::as_str) == Some(name)
+            && pod.instance.as_deref() == Some(name)
             && pod
                 .owner_references()
                 .iter()

@@ -169,21 +169,8 @@ async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Option<Observed> {
 }
 
 fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<info::RedisRole>) -> Member {
-    let view = crate::plan::PodView::from_pod(
-        pod.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(api::pods::LABEL_INSTANCE))
-            .map_or("", String::as_str),
-        pod,
-    );
-    let label = match pod
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(ROLE_LABEL))
-        .map(String::as_str)
-    {
+    let view = crate::plan::PodView::from_pod(pod.instance.as_deref().unwrap_or(""), pod);
+    let label = match pod.role.as_deref() {
         Some(ROLE_PRIMARY) => Some(Label::Primary),
         Some(ROLE_REPLICA) => Some(Label::Replica),
         _ => None,
