@@ -329,10 +329,15 @@ pub async fn watch(
     >,
     Error,
 > {
-    let (services, service_events, service_task) = cached_watch::<Service>(client, namespace);
-    let (pdbs, pdb_events, pdb_task) = cached_watch::<PodDisruptionBudget>(client, namespace);
+    let (services, service_events, service_task) = cached_watch(client, namespace, strip_service);
+    let (pdbs, pdb_events, pdb_task) =
+        cached_watch(client, namespace, |pdb: &mut PodDisruptionBudget| {
+            pdb.status = None;
+        });
     let (claims, claim_events, claim_task) =
-        cached_watch::<PersistentVolumeClaim>(client, namespace);
+        cached_watch(client, namespace, |claim: &mut PersistentVolumeClaim| {
+            claim.status = None;
+        });
     let watches = Watches {
         stores: Stores {
             services,
@@ -361,9 +366,29 @@ pub async fn watch(
 
 pub type Events<K> = futures::stream::BoxStream<'static, Result<K, watcher::Error>>;
 
+/// Keeps of a cached Service what [`service_differs`] compares (and the metadata): the API
+/// server's additions to the spec (cluster IPs, IP families, affinity, policies) and the status go.
+fn strip_service(service: &mut Service) {
+    service.status = None;
+    if let Some(spec) = service.spec.take() {
+        service.spec = Some(ServiceSpec {
+            type_: spec.type_,
+            cluster_ip: spec.cluster_ip,
+            publish_not_ready_addresses: spec.publish_not_ready_addresses,
+            selector: spec.selector,
+            ports: spec.ports,
+            ..ServiceSpec::default()
+        });
+    }
+}
+
+/// A cache of the objects of kind `K` labelled as the operator's, each kept with its
+/// managedFields cleared and as `strip` leaves it (what the controller reads; the children's
+/// statuses, for one, are never read).
 fn cached_watch<K>(
     client: &Client,
     namespace: Option<&str>,
+    strip: fn(&mut K),
 ) -> (Store<K>, Events<K>, tokio::task::JoinHandle<()>)
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -386,7 +411,10 @@ where
         watcher::Config::default().labels(&api::pods::managed_pods_selector()),
     )
     .default_backoff()
-    .modify(|obj| obj.managed_fields_mut().clear())
+    .modify(move |obj| {
+        obj.managed_fields_mut().clear();
+        strip(obj);
+    })
     .reflect(writer)
     .touched_objects()
     .for_each(move |obj| {
@@ -766,6 +794,39 @@ mod tests {
             spec.min_available = Some(IntOrString::Int(2));
         }
         assert!(pdb_differs(&pdb, Some(&edited)), "minAvailable by hand");
+    }
+
+    #[test]
+    fn the_cached_service_compares_as_the_stored_one() {
+        let base = redis(json!({"mode": "Replication", "exporter": {}}));
+        let desired = desired(&base).expect("desired");
+        let other =
+            super::service(&redis(json!({"port": 7000})), ServiceKind::Client).expect("service");
+        for stored in desired.services.iter().map(as_stored) {
+            let mut node_port = stored.clone();
+            if let Some(spec) = node_port.spec.as_mut() {
+                spec.type_ = Some("NodePort".into());
+                spec.publish_not_ready_addresses = Some(false);
+            }
+            for full in [stored.clone(), node_port] {
+                let mut cached = full.clone();
+                strip_service(&mut cached);
+                assert_eq!(cached.status, None);
+                assert_eq!(
+                    cached.spec.as_ref().and_then(|s| s.cluster_ips.as_ref()),
+                    None
+                );
+                for want in desired.services.iter().chain([&other]) {
+                    assert_eq!(
+                        service_differs(want, Some(&cached)),
+                        service_differs(want, Some(&full)),
+                        "{} against {}",
+                        want.name_any(),
+                        full.name_any()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub async fn run(
     let named_by = (redis_writer.as_reader(), resource.clone());
     let redis_watch = watcher(redis_untyped, watcher::Config::default())
         .default_backoff()
-        .modify(|redis| redis.managed_fields_mut().clear())
+        .modify(crate::watched::strip)
         .reflect(redis_writer)
         .applied_objects()
         // Our own status writes change neither of these, so they do not wake us.

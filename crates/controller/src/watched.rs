@@ -18,6 +18,19 @@ pub fn resource() -> ApiResource {
     ApiResource::erase::<Redis>(&())
 }
 
+/// Drops from a watched Redis what the controller never reads, before the cache keeps it: its
+/// managedFields, and every annotation but the pause (kubectl apply's copy of the whole object,
+/// last-applied-configuration, is the largest part of many objects).
+pub fn strip(obj: &mut DynamicObject) {
+    obj.metadata.managed_fields = None;
+    if let Some(annotations) = obj.metadata.annotations.as_mut() {
+        annotations.retain(|k, _| k == api::PAUSED_ANNOTATION);
+        if annotations.is_empty() {
+            obj.metadata.annotations = None;
+        }
+    }
+}
+
 /// The typed Redis, or what in it does not decode.
 pub fn decode(obj: &DynamicObject) -> Result<Redis, String> {
     let value = serde_json::to_value(obj).map_err(|e| e.to_string())?;
@@ -103,6 +116,39 @@ mod tests {
             serde_json::from_value(list).expect("untyped");
         let decoded: Vec<bool> = untyped.items.iter().map(|o| decode(o).is_ok()).collect();
         assert_eq!(decoded, vec![true, false]);
+    }
+
+    #[test]
+    fn the_cache_keeps_the_pause_of_the_annotations_and_no_managed_fields() {
+        let mut paused = object(json!({"replicas": 1}));
+        paused.metadata.annotations = Some(
+            [
+                (api::PAUSED_ANNOTATION, "true"),
+                ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        );
+        paused.metadata.managed_fields = Some(vec![Default::default()]);
+        strip(&mut paused);
+        assert!(api::is_paused(&paused.metadata));
+        assert_eq!(
+            paused.metadata.annotations.as_ref().map(|a| a.len()),
+            Some(1)
+        );
+        assert_eq!(paused.metadata.managed_fields, None);
+        let mut applied = object(json!({"replicas": 1}));
+        applied.metadata.annotations = Some(
+            [(
+                "kubectl.kubernetes.io/last-applied-configuration".to_owned(),
+                "{}".to_owned(),
+            )]
+            .into(),
+        );
+        strip(&mut applied);
+        assert_eq!(applied.metadata.annotations, None);
+        assert_eq!(decode(&applied).map(|r| r.spec.replicas), Ok(Some(1)));
     }
 
     #[test]
