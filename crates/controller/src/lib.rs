@@ -6,7 +6,6 @@
 //! - [`pod`]: the pod for each ordinal and its spec hash (pure).
 //! - [`children`]: the Services and the PodDisruptionBudget of a Redis (pure builders, and the
 //!   shell that applies what differs from the watch cache).
-//! - [`events`]: Events about the Redis objects, folded into series.
 //! - [`status`]: the status the pods amount to (pure).
 //! - [`terminating`]: namespaces being deleted, learnt from the API server's refusals.
 //! - [`watched`]: Redis objects watched untyped and decoded one by one, so one bad object does
@@ -19,7 +18,6 @@ pub mod cached;
 pub mod children;
 pub mod cli;
 mod error;
-pub mod events;
 #[cfg(test)]
 mod fixtures;
 pub mod leader;

@@ -3,7 +3,6 @@
 
 use crate::Error;
 use crate::cached::CachedPod;
-use crate::events::Recorder;
 use crate::metrics::{Metrics, ReasonLabels};
 use crate::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pod::{desired_pod, pod_spec, spec_hash};
@@ -19,7 +18,7 @@ use kube::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
 };
 use kube::runtime::controller::Action as Requeue;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};

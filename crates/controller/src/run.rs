@@ -3,7 +3,6 @@
 use crate::Error;
 use crate::cached::CachedPod;
 use crate::cli::Cli;
-use crate::events::Recorder;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Context, FIELD_MANAGER};
 use api::Redis;
@@ -11,7 +10,7 @@ use futures::{StreamExt, TryStreamExt, future};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::events::Reporter;
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::utils::predicates;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Client, Resource, ResourceExt};
