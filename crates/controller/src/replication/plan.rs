@@ -13,7 +13,9 @@
 //!    or whose redis-server died or restarted (its container is not running, or it answers fenced:
 //!    its data is lost either way) is replaced at once. The
 //!    reachable replica with the highest replication offset is promoted, the old primary's label
-//!    removed first, and the others (the old primary too, when it returns) repointed.
+//!    removed first, and the others (the old primary too, when it returns) repointed. A labelled
+//!    replica that could not be read is waited for first, at most `failoverAfter` since the
+//!    primary was lost: it may hold acknowledged writes the others lack.
 //! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
 //!    switchover to an in-sync replica that stays, with writes paused until it has caught up.
 
@@ -189,6 +191,15 @@ fn with_primary(primary: &Member, live: &[&Member], settings: &Settings) -> Deci
             event: None,
         };
     };
+    // As without a primary: a replica that could not be read may hold writes the candidate lacks.
+    if let Some(reading) = unread_replicas(&others, candidate, settings) {
+        return Decision {
+            steps: Vec::new(),
+            primary: Some(primary.name.clone()),
+            health: Health::FailingOver(format!("{why}: {reading}")),
+            event: None,
+        };
+    }
     let mut steps = vec![Step::Label {
         pod: primary.name.clone(),
         role: None,
@@ -308,8 +319,13 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
 fn without_primary(live: &[&Member], settings: &Settings) -> Decision {
     // A server with data: it followed a primary (not only the fence), or it is one.
     if let Some(candidate) = best_replica(live, None, settings.port) {
-        if let Some(wait) = wait_for_unread(live, candidate, settings) {
-            return wait;
+        if let Some(reading) = unread_replicas(live, candidate, settings) {
+            return Decision {
+                steps: Vec::new(),
+                primary: None,
+                health: Health::FailingOver(format!("no primary: {reading}")),
+                event: None,
+            };
         }
         return Decision {
             steps: promote(candidate, live),
@@ -382,11 +398,14 @@ fn promote(candidate: &Member, live: &[&Member]) -> Vec<Step> {
     steps
 }
 
-/// Before promoting `candidate`: a replica whose container runs but whose redis-server could not
-/// be read this pass (a labelled replica) may hold more acknowledged writes than the candidate (a write acknowledged
-/// by `WAIT 1` from it alone), and it would be repointed and resynced away. So wait for it, for at
+/// Before promoting `candidate`, in place of the primary lost (its pod gone, its redis-server
+/// restarted, or unhealthy for `failoverAfter`): a replica whose container runs but whose
+/// redis-server could not be read this pass (a labelled replica; under load a read can time out)
+/// may hold more acknowledged writes than the candidate (a write acknowledged by `WAIT 1` from it
+/// alone), and promoting another would repoint it and resync them away. So it is waited for, at
 /// most `failoverAfter` since the primary was lost; then the best readable one is promoted.
-fn wait_for_unread(live: &[&Member], candidate: &Member, settings: &Settings) -> Option<Decision> {
+/// `Some(what is awaited)` while waiting.
+fn unread_replicas(live: &[&Member], candidate: &Member, settings: &Settings) -> Option<String> {
     let unread: Vec<&str> = live
         .iter()
         .filter(|m| {
@@ -407,17 +426,12 @@ fn wait_for_unread(live: &[&Member], candidate: &Member, settings: &Settings) ->
     if unread.is_empty() || waited >= settings.failover_after {
         return None;
     }
-    Some(Decision {
-        steps: Vec::new(),
-        primary: None,
-        health: Health::FailingOver(format!(
-            "no primary: reading {} before choosing the most up-to-date replica ({}s of {}s)",
-            unread.join(", "),
-            waited.as_secs(),
-            settings.failover_after.as_secs()
-        )),
-        event: None,
-    })
+    Some(format!(
+        "reading {} before choosing the most up-to-date replica ({}s of {}s)",
+        unread.join(", "),
+        waited.as_secs(),
+        settings.failover_after.as_secs()
+    ))
 }
 
 /// The reachable server with the most data: a replica that followed the lost primary (or any
@@ -745,6 +759,53 @@ mod tests {
         );
         s.primary_unhealthy_for = Some(s.failover_after);
         let d = decide(&members, &s);
+        assert_eq!(d.primary.as_deref(), Some("r-2"));
+    }
+
+    #[test]
+    fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
+        // r-0's redis-server restarted empty; r-1 did not answer this pass (a read timed out),
+        // and may hold writes acknowledged by WAIT 1 that r-2 lacks.
+        let restarted = Member {
+            label: Some(Label::Primary),
+            ..fenced(0)
+        };
+        let mut unread = replica(1, 0, 0);
+        unread.redis = None;
+        let members = [restarted, unread, replica(2, 0, 100)];
+        let mut s = settings(3);
+        s.primary_unhealthy_for = Some(Duration::from_secs(1));
+        let d = decide(&members, &s);
+        assert!(d.steps.is_empty(), "{d:?}");
+        assert_eq!(d.primary.as_deref(), Some("r-0"));
+        assert!(
+            matches!(&d.health, Health::FailingOver(m) if m.contains("reading r-1")),
+            "{d:?}"
+        );
+        // Read again, with more than r-2: r-1 is promoted.
+        let members_read = [members[0].clone(), replica(1, 0, 120), replica(2, 0, 100)];
+        let d = decide(&members_read, &s);
+        assert_eq!(d.primary.as_deref(), Some("r-1"));
+        // Never read: after failoverAfter, the best readable one.
+        s.primary_unhealthy_for = Some(s.failover_after);
+        let d = decide(&members, &s);
+        assert_eq!(d.primary.as_deref(), Some("r-2"));
+        assert!(d.steps.contains(&Step::Promote { pod: "r-2".into() }));
+    }
+
+    #[test]
+    fn an_unreachable_primary_waits_for_no_replica_after_failover_after() {
+        // The primary's own failoverAfter has run out: an unread replica has had that time too.
+        let lost = Member {
+            redis: None,
+            ready: false,
+            ..primary(0, 100, &[])
+        };
+        let mut unread = replica(1, 0, 0);
+        unread.redis = None;
+        let mut s = settings(3);
+        s.primary_unhealthy_for = Some(s.failover_after);
+        let d = decide(&[lost, unread, replica(2, 0, 100)], &s);
         assert_eq!(d.primary.as_deref(), Some("r-2"));
     }
 
