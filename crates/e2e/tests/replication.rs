@@ -71,6 +71,50 @@ async fn cli(host: &str, args: &[&str]) -> Result<String, Error> {
         .map_err(|reason| process_error(format!("redis-cli -h {host}"), reason))
 }
 
+/// Waits until the Service at `ip` reaches a redis-server of `role` (`master`, `slave`), three
+/// answers in a row. A Service follows the role labels through the EndpointSlice controller and
+/// kube-proxy, which under load run seconds behind the label the operator sets: until then it has
+/// no endpoint ("No route to host") or still an old one.
+async fn wait_routed(ip: &str, role: &str) -> Result<(), Error> {
+    wait_for(
+        &format!("Service {ip} to reach a {role}"),
+        CONVERGE,
+        || async {
+            for _ in 0..3 {
+                let answer = node::redis_cli(ip, PORT, &["ROLE"]).await?;
+                if !answer.starts_with(role) {
+                    return Err(format!("ROLE: {answer}"));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await
+}
+
+/// After a failover to `primary`: no acknowledged write is lost on it, and the `<name>` Service
+/// (`service`) follows it there, the last acknowledged write included.
+async fn assert_failed_over_without_loss(
+    ns: &TestNamespace,
+    primary: &str,
+    service: &str,
+    acked: &BTreeSet<u64>,
+) -> Result<(), Error> {
+    let promoted = pod(ns, primary).await?;
+    let ip = node::pod_ip(&promoted).unwrap_or_default();
+    assert_no_acknowledged_write_lost(ip, acked).await?;
+    wait_routed(service, "master").await?;
+    if let Some(last) = acked.last() {
+        let key = format!("k{last}");
+        assert_eq!(
+            cli(service, &["GET", &key]).await?,
+            last.to_string(),
+            "{key}"
+        );
+    }
+    Ok(())
+}
+
 /// Writes `k<n>` through `host` in a loop, each write followed by `WAIT 1`: a write counts as
 /// acknowledged only when a replica has it too. Reconnects after any error (failover).
 struct Writer {
@@ -201,6 +245,7 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
     }
 
     let service = service_ip(&ns, "cache").await?;
+    wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["SET", "greeting", "hello"]).await?, "OK");
     assert_eq!(cli(&service, &["WAIT", "2", "5000"]).await?, "2");
     for replica in ["cache-1", "cache-2"] {
@@ -211,6 +256,7 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
         assert!(role.starts_with("slave"), "{replica}: {role}");
     }
     let replicas = service_ip(&ns, "cache-replicas").await?;
+    wait_routed(&replicas, "slave").await?;
     assert_eq!(cli(&replicas, &["GET", "greeting"]).await?, "hello");
     // redis-cli prints an error reply and still exits 0 when not on a terminal.
     let refused = cli(&replicas, &["SET", "greeting", "bye"]).await;
@@ -246,7 +292,7 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
         "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
         acked.len()
     );
-    assert_no_acknowledged_write_lost(&service, &acked).await?;
+    assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
     let back = pod(&ns, &old).await?;
     let role = cli(node::pod_ip(&back).unwrap_or_default(), &["ROLE"]).await?;
     assert!(role.starts_with("slave"), "{old} came back as {role}");
@@ -279,7 +325,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
         "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
         acked.len()
     );
-    assert_no_acknowledged_write_lost(&service, &acked).await?;
+    assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
     let same = pod(&ns, &old).await?;
     assert_eq!(same.uid(), victim.uid(), "the pod itself stayed");
     assert!(
@@ -316,6 +362,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     scale(5).await?;
     let first = node::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
+    wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["SET", "kept", "yes"]).await?, "OK");
     assert_eq!(cli(&service, &["WAIT", "4", "5000"]).await?, "4");
 
@@ -331,6 +378,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     scale(1).await?;
     let last = node::wait_replicating(&ns, "cache", 1, CONVERGE, None).await?;
     assert_eq!(last, "cache-0");
+    wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["GET", "kept"]).await?, "yes");
     if primary != "cache-0" {
         let events = e2e::operator::run_kubectl(
