@@ -10,7 +10,7 @@ use e2e::bench::{progress, secs};
 use e2e::{Cluster, Context, Error, seen, wait_for};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
@@ -238,6 +238,40 @@ impl Drop for Drain {
             Err(_) => progress("cleaning up panicked"),
         }
     }
+}
+
+/// Deletes every object of `api` and waits until none is left: for Redis, until the controller
+/// has removed their pods and then their finalizers. Done before deleting the namespace, whose
+/// deletion would also take the controller's ServiceAccount (its identity in the bench) and with
+/// it the token it needs to remove the finalizers.
+pub(crate) async fn delete_all<K>(api: &Api<K>, what: &str) -> Result<Duration, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let start = Instant::now();
+    api.delete_collection(&DeleteParams::background(), &ListParams::default())
+        .await
+        .context(format!("deleting every {what}"))?;
+    wait_for(
+        &format!("every {what} to be gone"),
+        TEARDOWN_TIMEOUT,
+        || async {
+            let left = api
+                .list_metadata(&ListParams::default().limit(1))
+                .await
+                .map_err(seen)?;
+            match left.items.first() {
+                None => Ok(()),
+                Some(one) => Err(format!(
+                    "{} still there, {} among them",
+                    left.metadata.remaining_item_count.unwrap_or(0) + 1,
+                    one.metadata.name.as_deref().unwrap_or_default()
+                )),
+            }
+        },
+    )
+    .await?;
+    Ok(start.elapsed())
 }
 
 async fn delete_namespace(config: kube::Config, name: String) -> Result<Duration, Error> {

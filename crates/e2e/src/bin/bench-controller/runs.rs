@@ -13,7 +13,7 @@ use kube::api::{Api, ObjectMeta};
 
 use super::Args;
 use crate::audit::{AuditEvent, AuditLog, by_key};
-use crate::load::{Drain, Tracker, create_all};
+use crate::load::{Drain, Tracker, create_all, delete_all};
 use crate::report::{
     Writes, cpu_seconds, memory, percentiles, print_metrics, report_busiest, report_run_writes,
     report_stages, vm_kib,
@@ -181,17 +181,17 @@ pub(crate) async fn operator_run(
     );
 
     progress(format!(
-        "deleting namespace {} (the controller removes its pods and finalizers)",
+        "deleting the {} Redis in {} (the controller removes their pods, then their finalizers)",
+        args.count,
         ns.name()
     ));
     let teardown_wall = Timestamp::now();
-    let teardown = drain.run().await;
-    match teardown {
-        Ok(time) => println!(
-            "teardown: namespace with {} Redis deleted in {}",
-            args.count,
-            secs(time)
-        ),
+    match delete_all(&redis_api, "Redis").await {
+        Ok(time) => println!("teardown: {} Redis deleted in {}", args.count, secs(time)),
+        Err(e) => println!("teardown: {e:?}"),
+    }
+    match drain.run().await {
+        Ok(time) => println!("teardown: then the namespace deleted in {}", secs(time)),
         Err(e) => println!("teardown: {e:?}"),
     }
     if let (Some(audit), Some(offset)) = (audit, audit_offset) {
