@@ -349,8 +349,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         RESYNC
     };
     announce_scaling(redis, ctx, &reference, replicas, &views, &steps).await;
-    // The pods this pass created: said in one Event after the loop (`announce_creates`).
+    // The pods this pass created and deleted: said in one Event each after the loop
+    // (`announce_creates`, `announce_deletes`).
     let mut created = Vec::new();
+    let mut deleted = Vec::new();
     for step in &steps {
         let done = match step {
             PodStep::Create { .. } if pass.creates_refused => continue,
@@ -362,15 +364,12 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
                 done
             }
             PodStep::Delete { name, uid, reason } => {
-                delete_pod(
-                    ctx,
-                    &pods,
-                    &reference,
-                    name,
-                    uid.as_deref(),
-                    reason.describe(),
-                )
-                .await
+                let why = reason.describe();
+                let done = delete_pod(ctx, &pods, &reference, name, uid.as_deref(), why).await;
+                if let Ok(Deletion::Deleted) = done {
+                    deleted.push((why, name.clone()));
+                }
+                done.map(Deletion::done)
             }
         };
         if pass.record(step, done).is_break() {
@@ -380,6 +379,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         }
     }
     announce_creates(ctx, &pods, &reference, &created).await;
+    announce_deletes(ctx, &pods, &reference, &deleted).await;
     // The pods just changed, so a status computed from the pods seen before would be stale at
     // once; the watch events of those changes bring the next pass, which writes it.
     if pass.changed && pass.error.is_none() {
@@ -609,24 +609,25 @@ async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let reference = redis.object_ref(&());
     let mut unsure = 0;
+    let mut deleted = Vec::new();
     for pod in owned_pods(ctx, redis)
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     {
-        let outcome = delete_pod(
-            ctx,
-            &pods,
-            &reference,
-            &pod.name_any(),
-            pod.metadata.uid.as_deref(),
-            "the Redis is being deleted",
-        )
-        .await?;
-        // Deleted (or gone) means going; anything else is looked at again on the next pass.
-        if !matches!(outcome, Done::Yes) {
-            unsure += 1;
+        let (name, uid) = (pod.name_any(), pod.metadata.uid.as_deref());
+        let why = "the Redis is being deleted";
+        match delete_pod(ctx, &pods, &reference, &name, uid, why).await {
+            Ok(Deletion::Deleted) => deleted.push((why, name)),
+            // Gone means going; anything else is looked at again on the next pass.
+            Ok(Deletion::Gone) => {}
+            Ok(Deletion::Replaced) => unsure += 1,
+            Err(refused) => {
+                announce_deletes(ctx, &pods, &reference, &deleted).await;
+                return Err(refused.into());
+            }
         }
     }
+    announce_deletes(ctx, &pods, &reference, &deleted).await;
     if unsure == 0 {
         Ok(Requeue::await_change())
     } else {
@@ -811,6 +812,26 @@ fn conflict_note(pod_name: &str, pod: &Pod) -> String {
     )
 }
 
+/// What became of a pod `delete_pod` was asked to delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deletion {
+    /// Deleted now (said in the pass's `announce_deletes` Event).
+    Deleted,
+    /// Already gone: what we wanted.
+    Gone,
+    /// The name now holds a newer pod than the one planned from (the uid precondition failed).
+    Replaced,
+}
+
+impl Deletion {
+    fn done(self) -> Done {
+        match self {
+            Deletion::Deleted | Deletion::Gone => Done::Yes,
+            Deletion::Replaced => Done::CacheBehind,
+        }
+    }
+}
+
 async fn delete_pod(
     ctx: &Context,
     pods: &Api<Pod>,
@@ -818,7 +839,7 @@ async fn delete_pod(
     pod_name: &str,
     uid: Option<&str>,
     why: &str,
-) -> Result<Done, Refused> {
+) -> Result<Deletion, Refused> {
     // Only the pod the plan was made from: a leader acting on a stale view (or a lease that ran
     // out) never deletes a newer pod of the same name.
     let params = DeleteParams {
@@ -832,25 +853,13 @@ async fn delete_pod(
         Ok(_) => {
             ctx.metrics.pods_deleted.inc();
             tracing::info!(pod = %pod_name, why, "deleted pod");
-            let note = format!("Deleted pod {pod_name}: {why}");
-            publish(
-                ctx,
-                reference,
-                Some(pod_ref(pods, pod_name)),
-                EventType::Normal,
-                "SuccessfulDelete",
-                "Delete",
-                note,
-            )
-            .await;
-            Ok(Done::Yes)
+            Ok(Deletion::Deleted)
         }
-        // Already gone: what we wanted.
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Done::Yes),
-        // The uid precondition failed: the name now holds a newer pod; re-plan from the cache.
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Deletion::Gone),
+        // Re-plan from the cache.
         Err(kube::Error::Api(status)) if status.code == 409 => {
             tracing::debug!(pod = %pod_name, "pod replaced since planned; not deleting it");
-            Ok(Done::CacheBehind)
+            Ok(Deletion::Replaced)
         }
         Err(e) => {
             let failure = PodFailure {
@@ -884,21 +893,80 @@ async fn announce_creates(
     reference: &ObjectReference,
     created: &[String],
 ) {
-    let (related, note) = match created {
-        [] => return,
-        [one] => (Some(pod_ref(pods, one)), format!("Created pod {one}")),
-        several => (None, format!("Created pods {}", several.join(", "))),
+    let Some((related, names)) = related_and_names(pods, created) else {
+        return;
     };
+    let note = format!("Created {names}");
+    let (reason, action) = ("SuccessfulCreate", "Create");
     publish(
         ctx,
         reference,
         related,
         EventType::Normal,
-        "SuccessfulCreate",
-        "Create",
+        reason,
+        action,
         note,
     )
     .await;
+}
+
+/// As `announce_creates`, for the pods a pass deleted: one `SuccessfulDelete` Event naming
+/// them, by reason (deleting a Redis of 3 pods: 1 Event write, not 3). One Event, not one per
+/// reason: the recorder would fold a second one (same Redis, no related pod) into the first's
+/// series, note and all. `deleted` holds (why, pod name) in the order deleted.
+async fn announce_deletes(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &ObjectReference,
+    deleted: &[(&'static str, String)],
+) {
+    let all: Vec<String> = deleted.iter().map(|(_, name)| name.clone()).collect();
+    let Some((related, _)) = related_and_names(pods, &all) else {
+        return;
+    };
+    let mut reasons: Vec<&str> = Vec::new();
+    for (why, _) in deleted {
+        if !reasons.contains(why) {
+            reasons.push(why);
+        }
+    }
+    let parts: Vec<String> = reasons
+        .iter()
+        .filter_map(|why| {
+            let names: Vec<String> = deleted
+                .iter()
+                .filter(|(w, _)| w == why)
+                .map(|(_, name)| name.clone())
+                .collect();
+            related_and_names(pods, &names).map(|(_, names)| format!("{names}: {why}"))
+        })
+        .collect();
+    let note = format!("Deleted {}", parts.join("; "));
+    let (reason, action) = ("SuccessfulDelete", "Delete");
+    publish(
+        ctx,
+        reference,
+        related,
+        EventType::Normal,
+        reason,
+        action,
+        note,
+    )
+    .await;
+}
+
+/// For an Event about `names` (none: no Event): a single pod is the Event's related object,
+/// so repeats about it fold into one series; several have none, the Event is about the Redis.
+/// And the pods as the note names them: `pod a` or `pods a, b`.
+fn related_and_names(
+    pods: &Api<Pod>,
+    names: &[String],
+) -> Option<(Option<ObjectReference>, String)> {
+    match names {
+        [] => None,
+        [one] => Some((Some(pod_ref(pods, one)), format!("pod {one}"))),
+        several => Some((None, format!("pods {}", several.join(", ")))),
+    }
 }
 
 /// One Event when a spec change makes the pod count move (as Deployments' ScalingReplicaSet).
@@ -1148,7 +1216,7 @@ mod tests {
     }
 
     /// `delete_pod` of `cache-0` (uid `p-uid`) against a fake API server playing `script`.
-    async fn delete_against(script: Vec<Exchange>) -> (Result<Done, Refused>, Vec<Value>) {
+    async fn delete_against(script: Vec<Exchange>) -> (Result<Deletion, Refused>, Vec<Value>) {
         let (client, server) = fixtures::client();
         let served = server.serve(script);
         let ctx = context(client);
@@ -1240,6 +1308,63 @@ mod tests {
         assert!(announced(&[]).await.is_empty(), "no pod, no Event");
     }
 
+    /// The Event bodies `announce_deletes` writes for `deleted` (why, pod), expecting `events`.
+    async fn announced_deletes(deleted: &[(&'static str, &str)], events: usize) -> Vec<Value> {
+        let (client, server) = fixtures::client();
+        let served = server.serve((0..events).map(|_| event()).collect());
+        let ctx = context(client);
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), "ns");
+        let reference = redis().object_ref(&());
+        let deleted: Vec<(&'static str, String)> = deleted
+            .iter()
+            .map(|(why, name)| (*why, (*name).to_owned()))
+            .collect();
+        announce_deletes(&ctx, &pods, &reference, &deleted).await;
+        drop((ctx, pods));
+        served.verify().await
+    }
+
+    #[tokio::test]
+    async fn the_pods_a_pass_deletes_are_announced_in_one_event_naming_them_by_reason() {
+        let gone = "the Redis is being deleted";
+        let deleted = [(gone, "cache-0"), (gone, "cache-1"), (gone, "cache-2")];
+        let bodies = announced_deletes(&deleted, 1).await;
+        assert_eq!(bodies.len(), 1, "{bodies:?}");
+        let body = &bodies[0];
+        assert_eq!(body["type"], "Normal", "{body}");
+        assert_eq!(body["reason"], "SuccessfulDelete", "{body}");
+        assert_eq!(body["action"], "Delete", "{body}");
+        assert_eq!(
+            body["note"],
+            "Deleted pods cache-0, cache-1, cache-2: the Redis is being deleted"
+        );
+        assert_eq!(body["regarding"]["name"], "cache", "{body}");
+        assert!(body["related"].is_null(), "{body}");
+
+        let deleted = [
+            ("scale down", "cache-4"),
+            ("rolling update to the new spec", "cache-1"),
+            ("scale down", "cache-3"),
+        ];
+        let bodies = announced_deletes(&deleted, 1).await;
+        assert_eq!(
+            bodies[0]["note"],
+            "Deleted pods cache-4, cache-3: scale down; pod cache-1: rolling update to the new spec"
+        );
+
+        let bodies = announced_deletes(&[("scale down", "cache-2")], 1).await;
+        assert_eq!(bodies[0]["note"], "Deleted pod cache-2: scale down");
+        assert_eq!(
+            bodies[0]["related"]["name"], "cache-2",
+            "one pod is the related object"
+        );
+
+        assert!(
+            announced_deletes(&[], 0).await.is_empty(),
+            "no pod, no Event"
+        );
+    }
+
     #[tokio::test]
     async fn a_create_refused_409_because_a_foreign_pod_holds_the_name_is_a_name_conflict() {
         let (done, bodies) = create_against(vec![
@@ -1289,7 +1414,11 @@ mod tests {
     async fn a_delete_refused_409_means_a_newer_pod_holds_the_name() {
         let conflict = status(409, "Conflict", "Precondition failed: UID in precondition");
         let (done, bodies) = delete_against(vec![delete().respond(409, conflict)]).await;
-        assert!(matches!(done, Ok(Done::CacheBehind)), "{done:?}");
+        assert!(matches!(done, Ok(Deletion::Replaced)), "{done:?}");
+        assert!(
+            matches!(Deletion::Replaced.done(), Done::CacheBehind),
+            "re-planned"
+        );
         assert_eq!(bodies[0]["preconditions"]["uid"], "p-uid");
     }
 

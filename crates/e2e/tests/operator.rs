@@ -185,6 +185,21 @@ fn note(e: &Event) -> &str {
     e.note.as_deref().unwrap_or_default()
 }
 
+/// The pods a `SuccessfulDelete` note names, in its order: "Deleted pods a, b: scale down; pod
+/// c: rolling update to the new spec" names a, b, c.
+fn deleted_pods(note: &str) -> Vec<String> {
+    note.trim_start_matches("Deleted ")
+        .split("; ")
+        .filter_map(|part| part.split_once(": ").map(|(pods, _why)| pods))
+        .flat_map(|pods| {
+            pods.trim_start_matches("pods ")
+                .trim_start_matches("pod ")
+                .split(", ")
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Waits until `reason` is reported about the Redis `name`: a Warning Event of that reason
 /// whose note has `note_has`, and the Ready condition False with that reason and a message
 /// that has `message_has`.
@@ -468,12 +483,7 @@ async fn scaling_up_and_down_by_spec_and_by_kubectl_scale() -> Result<(), Error>
         .await?
         .iter()
         .filter(|e| e.reason.as_deref() == Some("SuccessfulDelete"))
-        .filter_map(|e| {
-            note(e)
-                .split_whitespace()
-                .nth(2)
-                .map(|p| p.trim_end_matches(':').to_owned())
-        })
+        .flat_map(|e| deleted_pods(note(e)))
         .collect();
     assert_eq!(
         deleted,
