@@ -893,18 +893,15 @@ async fn announce_creates(
     reference: &ObjectReference,
     created: &[String],
 ) {
-    let Some((related, names)) = related_and_names(pods, created) else {
-        return;
-    };
-    let note = format!("Created {names}");
-    let (reason, action) = ("SuccessfulCreate", "Create");
-    publish(
+    let names: Vec<&str> = created.iter().map(String::as_str).collect();
+    let note = format!("Created {}", pods_phrase(&names));
+    announce_pods(
         ctx,
+        pods,
         reference,
-        related,
-        EventType::Normal,
-        reason,
-        action,
+        &names,
+        "SuccessfulCreate",
+        "Create",
         note,
     )
     .await;
@@ -920,29 +917,48 @@ async fn announce_deletes(
     reference: &ObjectReference,
     deleted: &[(&'static str, String)],
 ) {
-    let all: Vec<String> = deleted.iter().map(|(_, name)| name.clone()).collect();
-    let Some((related, _)) = related_and_names(pods, &all) else {
-        return;
-    };
-    let mut reasons: Vec<&str> = Vec::new();
-    for (why, _) in deleted {
-        if !reasons.contains(why) {
-            reasons.push(why);
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (why, name) in deleted {
+        match by_reason.iter_mut().find(|(w, _)| w == why) {
+            Some((_, names)) => names.push(name),
+            None => by_reason.push((why, vec![name])),
         }
     }
-    let parts: Vec<String> = reasons
+    let parts: Vec<String> = by_reason
         .iter()
-        .filter_map(|why| {
-            let names: Vec<String> = deleted
-                .iter()
-                .filter(|(w, _)| w == why)
-                .map(|(_, name)| name.clone())
-                .collect();
-            related_and_names(pods, &names).map(|(_, names)| format!("{names}: {why}"))
-        })
+        .map(|(why, names)| format!("{}: {why}", pods_phrase(names)))
         .collect();
     let note = format!("Deleted {}", parts.join("; "));
-    let (reason, action) = ("SuccessfulDelete", "Delete");
+    let names: Vec<&str> = deleted.iter().map(|(_, name)| name.as_str()).collect();
+    announce_pods(
+        ctx,
+        pods,
+        reference,
+        &names,
+        "SuccessfulDelete",
+        "Delete",
+        note,
+    )
+    .await;
+}
+
+/// A Normal Event about the pods `names` (none: no Event). A single pod is the Event's related
+/// object, so repeats about it fold into one series; several have none, the Event is about the
+/// Redis.
+async fn announce_pods(
+    ctx: &Context,
+    pods: &Api<Pod>,
+    reference: &ObjectReference,
+    names: &[&str],
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let related = match names {
+        [] => return,
+        [one] => Some(pod_ref(pods, one)),
+        _ => None,
+    };
     publish(
         ctx,
         reference,
@@ -955,17 +971,11 @@ async fn announce_deletes(
     .await;
 }
 
-/// For an Event about `names` (none: no Event): a single pod is the Event's related object,
-/// so repeats about it fold into one series; several have none, the Event is about the Redis.
-/// And the pods as the note names them: `pod a` or `pods a, b`.
-fn related_and_names(
-    pods: &Api<Pod>,
-    names: &[String],
-) -> Option<(Option<ObjectReference>, String)> {
+/// The pods as a note names them: `pod a` or `pods a, b`.
+fn pods_phrase(names: &[&str]) -> String {
     match names {
-        [] => None,
-        [one] => Some((Some(pod_ref(pods, one)), format!("pod {one}"))),
-        several => Some((None, format!("pods {}", several.join(", ")))),
+        [one] => format!("pod {one}"),
+        several => format!("pods {}", several.join(", ")),
     }
 }
 
