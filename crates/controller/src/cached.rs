@@ -65,7 +65,7 @@ impl CachedPod {
         } = pod;
         let spec_hash = metadata
             .annotations
-            .and_then(|mut a| a.remove(crate::pod::SPEC_HASH_ANNOTATION));
+            .and_then(|mut a| a.remove(crate::pods::build::SPEC_HASH_ANNOTATION));
         let mut labels = metadata.labels.unwrap_or_default();
         let status = status.unwrap_or_default();
         let conditions = status.conditions.unwrap_or_default();
@@ -191,7 +191,7 @@ mod tests {
                 "name": "r-0", "namespace": "ns", "uid": "u0", "resourceVersion": "7",
                 "labels": {api::pods::LABEL_INSTANCE: "r", api::pods::ROLE_LABEL: "primary",
                            "app.kubernetes.io/managed-by": "redis-operator"},
-                "annotations": {crate::pod::SPEC_HASH_ANNOTATION: "abc", "other": "x"},
+                "annotations": {crate::pods::build::SPEC_HASH_ANNOTATION: "abc", "other": "x"},
                 "ownerReferences": [{"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
                                      "name": "r", "uid": "ru", "controller": true}],
                 "deletionTimestamp": "2026-01-01T00:00:00Z",

@@ -28,9 +28,17 @@ pub enum Error {
     #[error("the Redis has no {0} yet")]
     IncompleteObject(&'static str),
 
-    /// The pod watch ended before it had listed the pods once, so no plan could see them.
-    #[error("the pod watch stopped before the pod cache was filled: {0}")]
-    PodCacheNotSynced(#[source] kube::runtime::reflector::store::WriterDropped),
+    /// A watch ended before it had listed its objects once, so no plan could see them.
+    #[error("the {what} watch stopped before its cache was filled: {source}")]
+    CacheNotSynced {
+        what: &'static str,
+        #[source]
+        source: kube::runtime::reflector::store::WriterDropped,
+    },
+
+    /// A patch the controller builds could not be encoded (a bug, not an input).
+    #[error("could not encode a patch: {0}")]
+    EncodePatch(#[source] serde_json::Error),
 
     #[error(
         "the Redis CRD (redis.myapp.tangx.in/v1) is not installed in this cluster ({0}); \
@@ -53,8 +61,17 @@ pub enum Error {
     #[error("the metrics server failed: {0}")]
     MetricsServer(#[source] std::io::Error),
 
-    #[error("redis-server of pod {0}: {1}")]
-    Redis(String, String),
+    /// A call to a pod's redis-server failed: no answer in time, a refusal, or an error reply.
+    #[error("redis-server of pod {pod}: {source}")]
+    Redis {
+        pod: String,
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// A pod's redis-server answered, but not as the step needed (or the pod has no IP yet).
+    #[error("redis-server of pod {pod}: {reason}")]
+    RedisState { pod: String, reason: String },
 }
 
 impl Error {
@@ -76,7 +93,7 @@ impl Error {
             Error::PodsRemaining(_) => "pods_remaining",
             Error::PodNameConflict(_) => "pod_name_conflict",
             Error::IncompleteObject(_) => "incomplete_object",
-            Error::Redis(..) => "redis",
+            Error::Redis { .. } | Error::RedisState { .. } => "redis",
             _ => "other",
         }
     }

@@ -1,17 +1,20 @@
-//! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3).
+//! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3). One folder per
+//! feature, each with its pure rules beside the async step that applies them:
 //!
-//! - [`auth`]: the password from the Secret, and its live rotation on the pods.
+//! - [`reconcile`]: the shell: finalizer, the sequence of feature steps, status writes, requeue
+//!   policy; undecodable objects; cleanup on deletion.
+//! - [`pods`]: the pods: the plan (creates, deletes, rolling updates), the pod built for each
+//!   ordinal, the status they amount to, and the pod writes with their Events (§3).
+//! - [`children`]: the Services and the PodDisruptionBudget (§3).
+//! - [`storage`]: the claims of `spec.storage` (§3d).
+//! - [`auth`]: the password from the Secret, and its live rotation on the pods (§3c).
+//! - [`replication`]: roles, failover and switchover in Replication mode (§3b, §9).
+//! - [`redis_server`]: the one client of the pods' redis-servers.
+//! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, Events, conditions,
+//!   the field manager, ownership, terminating namespaces.
 //! - [`cached`]: what the pod cache keeps of a pod (only what the controller reads).
-//! - [`plan`]: desired replicas + spec hash + the real pods → creates and deletes (pure).
-//! - [`pod`]: the pod for each ordinal and its spec hash (pure).
-//! - [`children`]: the Services and the PodDisruptionBudget of a Redis (pure builders, and the
-//!   shell that applies what differs from the watch cache).
-//! - [`status`]: the status the pods amount to (pure).
-//! - [`terminating`]: namespaces being deleted, learnt from the API server's refusals.
-//! - [`watched`]: Redis objects watched untyped and decoded one by one, so one bad object does
-//!   not stop the others.
-//! - [`reconcile`]: the async shell: finalizer, pod steps, Events, status writes, requeue policy.
-//! - [`run`]: caches, the kube-runtime Controller, leader election ([`leader`]), the operations port.
+//! - [`run`]: wiring: caches, the kube-runtime Controller, leader election ([`leader`]), the
+//!   operations port ([`metrics`]); [`cli`] its flags.
 
 pub mod auth;
 pub mod cached;
@@ -20,16 +23,14 @@ pub mod cli;
 mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod k8s;
 pub mod leader;
 pub mod metrics;
-pub mod plan;
-pub mod pod;
+pub mod pods;
 pub mod reconcile;
+pub mod redis_server;
 pub mod replication;
 pub mod run;
-pub mod status;
 pub mod storage;
-pub mod terminating;
-pub mod watched;
 
 pub use error::{Error, RetryClass, backoff};

@@ -1,10 +1,10 @@
 //! Wiring: watch caches, the kube-runtime Controller, leader election, the operations port.
 
 use crate::Error;
-use crate::cached::CachedPod;
 use crate::cli::Cli;
+use crate::k8s::{FIELD_MANAGER, scoped, watch};
 use crate::metrics::Metrics;
-use crate::reconcile::{self, Context, FIELD_MANAGER};
+use crate::reconcile::{self, Context, undecodable};
 use api::Redis;
 use futures::{StreamExt, TryStreamExt, future};
 use k8s_openapi::api::core::v1::Pod;
@@ -13,7 +13,7 @@ use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::utils::predicates;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, ResourceExt};
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -44,10 +44,8 @@ pub async fn run(
     let ops = serve_operations(cli.ops_bind, metrics.clone(), ready.clone()).await?;
 
     // The pod cache fills before any reconcile, so the first plans see the pods that exist
-    // (a restarted controller creates no duplicates and wastes no writes). This task drives the
-    // pod watch and forwards every pod it touches, deletions included, to the Controller.
-    let (pods, pod_writer) = reflector::store::<CachedPod>();
-    let (touched_tx, touched_rx) = tokio::sync::mpsc::unbounded_channel::<CachedPod>();
+    // (a restarted controller creates no duplicates and wastes no writes). Every pod it touches,
+    // deletions included, triggers its Redis.
     let pod_watch = watcher(
         pod_api,
         watcher::Config::default().labels(&api::pods::managed_pods_selector()),
@@ -55,36 +53,18 @@ pub async fn run(
     .default_backoff()
     // The cache keeps only what the controller reads of a pod (`cached`): at 3,000 pods, full
     // Pods were most of the controller's memory.
-    .map_ok(crate::cached::event)
-    .reflect(pod_writer)
-    .touched_objects()
-    .for_each(move |pod| {
-        match pod {
-            // The Controller may have stopped; then nobody needs the trigger.
-            Ok(pod) => drop(touched_tx.send(pod)),
-            Err(e) => tracing::warn!(error = %e, "pod watch error; retrying with backoff"),
-        }
-        future::ready(())
-    });
-    let pod_watch = tokio::spawn(pod_watch);
-    pods.wait_until_ready()
-        .await
-        .map_err(Error::PodCacheNotSynced)?;
+    .map_ok(crate::cached::event);
+    let pods = watch::cached(pod_watch, "Pod");
+    pods.ready().await?;
     // The Services and PodDisruptionBudgets, cached (filled before any reconcile, so a restart
     // re-applies none of them) and watched so one deleted or edited by hand is put back.
     let children = crate::children::watch(&client, cli.namespace.as_deref()).await?;
     // Secrets, metadata only: a changed Secret triggers the Redis objects naming it (rotation).
-    let (secrets, secret_events, secret_watch) =
-        crate::auth::watch(&client, cli.namespace.as_deref()).await?;
+    let secrets = crate::auth::watch(&client, cli.namespace.as_deref()).await?;
     // Ready from here on, leader or warm standby (as controller-runtime managers are): a standby
     // that stayed unready would hold a rolling update forever and show every Deployment with
     // more than one replica as unavailable.
     ready.store(true, Ordering::SeqCst);
-    let pod_events = futures::stream::unfold(touched_rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|pod| (Ok::<_, watcher::Error>(pod), rx))
-    });
 
     let mut leadership = if cli.leader_elect {
         Some(crate::leader::acquire(&client, &cli).await?)
@@ -95,7 +75,7 @@ pub async fn run(
 
     // Untyped, so one stored object that does not decode cannot stop the watch of all the others
     // (see `watched`); each object is decoded when it is reconciled.
-    let resource = crate::watched::resource();
+    let resource = undecodable::resource();
     let redis_untyped: Api<DynamicObject> = match cli.namespace.as_deref() {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
@@ -105,7 +85,7 @@ pub async fn run(
     let named_by = (redis_writer.as_reader(), resource.clone());
     let redis_watch = watcher(redis_untyped, watcher::Config::default())
         .default_backoff()
-        .modify(crate::watched::strip)
+        .modify(undecodable::strip)
         .reflect(redis_writer)
         .applied_objects()
         // Our own status writes change neither of these, so they do not wake us.
@@ -120,20 +100,20 @@ pub async fn run(
         },
     );
     let ctx = Arc::new(
-        Context::new(client, pods, recorder, metrics.clone())
+        Context::new(client, pods.store, recorder, metrics.clone())
             .with_children(children.stores.clone())
-            .with_secrets(secrets),
+            .with_secrets(secrets.store),
     );
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let controller = Controller::for_stream_with(redis_watch, redis_store, resource)
-        .owns_stream(pod_events)
+        .owns_stream(pods.events)
         .owns_stream(children.services)
         .owns_stream(children.pdbs)
         .watches_stream(children.claims, {
-            let resource = crate::watched::resource();
+            let resource = undecodable::resource();
             move |claim| crate::storage::redis_for_claim(&resource, &claim)
         })
-        .watches_stream(secret_events, move |secret| {
+        .watches_stream(secrets.events, move |secret| {
             crate::auth::redis_for_secret(&named_by.0, &named_by.1, &secret)
         })
         .with_config(
@@ -166,9 +146,9 @@ pub async fn run(
     // first: the Controller drains only once its trigger streams end, and the pod trigger ends
     // when that task drops its sender.
     let _ = stop_tx.send(());
-    pod_watch.abort();
+    pods.task.abort();
     children.tasks.abort();
-    secret_watch.abort();
+    secrets.task.abort();
     if outcome.is_ok() {
         if tokio::time::timeout(DRAIN_TIMEOUT, controller)
             .await
@@ -190,16 +170,6 @@ async fn lost(leadership: &mut Option<crate::leader::Leadership>) {
     match leadership {
         Some(lease) => lease.lost().await,
         None => future::pending::<()>().await,
-    }
-}
-
-fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
     }
 }
 

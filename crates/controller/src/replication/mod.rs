@@ -1,21 +1,30 @@
-//! Replication mode (spec.mode: Replication): one primary, its replicas, and failover by the
-//! operator (the lease holder only: only it reconciles). `info` reads what a redis-server says,
-//! `plan` decides (pure; the rules are stated there), `io` talks to the redis-servers; this module
-//! is the shell that observes, runs the steps, and reports.
+//! Replication mode (`spec.mode: Replication`, DESIGN §3b): one primary, its replicas, and
+//! failover by the operator (the lease holder only: only it reconciles).
+//!
+//! - [`plan`]: the decision: who is primary, what to promote, repoint or label (pure; the rules
+//!   are stated there).
+//! - [`status`]: the primary, the members and the conditions the status shows (pure).
+//! - this module: the shell that observes every pod's redis-server (through
+//!   [`crate::redis_server`]), runs the steps in order, and says what it did in Events.
 
-pub mod info;
-pub mod io;
 pub mod plan;
+pub mod status;
 
 use crate::Error;
 use crate::cached::CachedPod;
-use api::MemberStatus;
+use crate::k8s::events::{pod_ref, publish};
+use crate::redis_server::info::RedisRole;
+use crate::redis_server::{self, Observed, Server};
+use api::Redis;
 use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use futures::future::join_all;
-use io::{Observed, Server};
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use plan::{Decision, Health, Label, Member, Settings, Step};
+use kube::runtime::events::{EventType, Recorder};
+use kube::{Client, Resource};
+use plan::{Label, Member, Settings, Step};
+pub use status::Outcome;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -60,10 +69,71 @@ impl State {
     }
 }
 
-/// What one pass found and did.
-pub struct Outcome {
-    pub decision: Decision,
-    pub members: Vec<MemberStatus>,
+/// What the replication step needs of the reconciler's context.
+pub struct Shell<'a> {
+    pub client: &'a Client,
+    pub state: &'a State,
+    pub recorder: &'a Recorder,
+}
+
+/// Replication mode: observe the redis-servers, run the role steps, say what was promoted and
+/// repointed in Events. `None` in Standalone mode (whose memory of the Redis is dropped).
+pub async fn apply(
+    shell: &Shell<'_>,
+    redis: &Redis,
+    owned: &[Arc<CachedPod>],
+    hash: &str,
+    password: Option<&str>,
+) -> Result<Option<Outcome>, Error> {
+    let uid = redis.metadata.uid.as_deref().unwrap_or_default();
+    if redis.spec.mode() != api::Mode::Replication {
+        shell.state.forget(uid);
+        return Ok(None);
+    }
+    let namespace = crate::k8s::namespace(&redis.metadata)?;
+    let pass = Pass {
+        client: shell.client,
+        state: shell.state,
+        namespace,
+        uid,
+        hash,
+        replicas: u32::try_from(redis.spec.replicas()).unwrap_or(0),
+        port: u16::try_from(redis.spec.port()).unwrap_or_default(),
+        password,
+        replication: redis.spec.replication(),
+    };
+    let outcome = reconcile(&pass, owned).await?;
+    let reference = redis.object_ref(&());
+    if let Some((reason, note)) = &outcome.decision.event {
+        tracing::info!(redis = %redis.name_any(), reason, note, "replication");
+        publish(
+            shell.recorder,
+            &reference,
+            None,
+            EventType::Normal,
+            reason,
+            "Promote",
+            note.clone(),
+        )
+        .await;
+    }
+    // Every re-pointing is said too (none at rest: a replica already following is left alone).
+    for step in &outcome.decision.steps {
+        if let Step::Follow { pod, host } = step {
+            let primary = outcome.decision.primary.as_deref().unwrap_or("?");
+            publish(
+                shell.recorder,
+                &reference,
+                Some(pod_ref(Some(namespace), pod)),
+                EventType::Normal,
+                "ReplicaRepointed",
+                "Repoint",
+                format!("{pod} now replicates {primary} ({host})"),
+            )
+            .await;
+        }
+    }
+    Ok(Some(outcome))
 }
 
 /// The settings of one pass.
@@ -95,7 +165,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
     // The clock of an unhealthy primary; with no primary at all (its pod gone), of that state
     // (keyed by an empty name), so a failover may wait a bounded time for an unread replica.
     let labelled_unhealthy = match labelled {
-        Some(m) if m.ready && matches!(m.redis, Some(info::RedisRole::Primary { .. })) => None,
+        Some(m) if m.ready && matches!(m.redis, Some(RedisRole::Primary { .. })) => None,
         Some(m) => Some(m.name.as_str()),
         None => Some(""),
     };
@@ -139,18 +209,18 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
             .iter()
             .any(|s| matches!(s, Step::Promote { .. } | Step::Switchover { .. }));
         if promoted || now != Some(wanted) {
-            server(pass, ip)
+            server(pass, primary, ip)
                 .set_min_replicas(wanted.0, wanted.1)
-                .await
-                .map_err(|e| Error::Redis(primary.clone(), e.to_string()))?;
+                .await?;
         }
     }
-    let members = member_status(&decision, &members);
+    let members = status::member_status(&decision, &members);
     Ok(Outcome { decision, members })
 }
 
-fn server<'a>(pass: &Pass<'a>, ip: &'a str) -> Server<'a> {
+fn server<'a>(pass: &Pass<'a>, pod: &'a str, ip: &'a str) -> Server<'a> {
     Server {
+        pod,
         ip,
         port: pass.port,
         password: pass.password,
@@ -159,7 +229,8 @@ fn server<'a>(pass: &Pass<'a>, ip: &'a str) -> Server<'a> {
 
 async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Option<Observed> {
     let ip = pod.ip()?;
-    match server(pass, ip).observe().await {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    match server(pass, name, ip).observe().await {
         Ok(observed) => Some(observed),
         Err(e) => {
             tracing::debug!(pod = ?pod.metadata.name, error = %e, "redis-server not reachable");
@@ -168,8 +239,8 @@ async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Option<Observed> {
     }
 }
 
-fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<info::RedisRole>) -> Member {
-    let view = crate::plan::PodView::from_pod(pod.instance.as_deref().unwrap_or(""), pod);
+fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<RedisRole>) -> Member {
+    let view = crate::pods::plan::PodView::from_pod(pod.instance.as_deref().unwrap_or(""), pod);
     let label = match pod.role.as_deref() {
         Some(ROLE_PRIMARY) => Some(Label::Primary),
         Some(ROLE_REPLICA) => Some(Label::Replica),
@@ -192,42 +263,34 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<info::RedisRole>) -> M
 fn container_not_running(pod: &CachedPod) -> bool {
     pod.containers
         .iter()
-        .find(|c| c.name == crate::pod::CONTAINER)
+        .find(|c| c.name == crate::pods::build::CONTAINER)
         .and_then(|c| c.state.as_ref())
         .is_some_and(|state| !state.running)
 }
 
-async fn run_step(pass: &Pass<'_>, step: &Step, ips: &HashMap<&str, &str>) -> Result<(), Error> {
-    let ip_of = |name: &str| ips.get(name).copied();
-    let unreachable = |pod: &str| Error::Redis(pod.to_owned(), "the pod has no IP".to_owned());
+async fn run_step<'a>(
+    pass: &Pass<'a>,
+    step: &'a Step,
+    ips: &HashMap<&'a str, &'a str>,
+) -> Result<(), Error> {
+    // The server of `pod`, at its IP: a pod without one cannot be reached yet.
+    let at = |pod: &'a str| match ips.get(pod) {
+        Some(ip) => Ok(server(pass, pod, ip)),
+        None => Err(Error::RedisState {
+            pod: pod.to_owned(),
+            reason: "the pod has no IP".to_owned(),
+        }),
+    };
     match step {
         Step::Label { pod, role } => label(pass, pod, *role).await,
-        Step::Promote { pod } => {
-            let ip = ip_of(pod).ok_or_else(|| unreachable(pod))?;
-            server(pass, ip)
-                .promote()
-                .await
-                .map_err(|e| Error::Redis(pod.clone(), e.to_string()))
-        }
-        Step::Follow { pod, host } => {
-            let ip = ip_of(pod).ok_or_else(|| unreachable(pod))?;
-            server(pass, ip)
-                .follow(host)
-                .await
-                .map_err(|e| Error::Redis(pod.clone(), e.to_string()))
-        }
+        Step::Promote { pod } => at(pod)?.promote().await,
+        Step::Follow { pod, host } => at(pod)?.follow(host).await,
         Step::Switchover { from, to } => {
-            let from_ip = ip_of(from).ok_or_else(|| unreachable(from))?;
-            let to_ip = ip_of(to).ok_or_else(|| unreachable(to))?;
             let move_label = || async {
-                label(pass, from, None).await.map_err(|e| e.to_string())?;
-                label(pass, to, Some(Label::Primary))
-                    .await
-                    .map_err(|e| e.to_string())
+                label(pass, from, None).await?;
+                label(pass, to, Some(Label::Primary)).await
             };
-            io::switchover(server(pass, from_ip), server(pass, to_ip), move_label)
-                .await
-                .map_err(|e| Error::Redis(from.clone(), e))
+            redis_server::switchover(at(from)?, at(to)?, move_label).await
         }
     }
 }
@@ -244,90 +307,4 @@ async fn label(pass: &Pass<'_>, pod: &str, role: Option<Label>) -> Result<(), Er
         .await
         .map(drop)
         .map_err(Error::Kube)
-}
-
-/// Each live pod's role and lag behind the primary, for `status.members`.
-fn member_status(decision: &Decision, members: &[Member]) -> Vec<MemberStatus> {
-    let primary = decision
-        .primary
-        .as_deref()
-        .and_then(|p| members.iter().find(|m| m.name == p));
-    let primary_offset = primary
-        .and_then(|p| p.redis.as_ref())
-        .map(info::RedisRole::offset);
-    let primary_ip = primary.and_then(|p| p.ip.as_deref());
-    let mut status: Vec<MemberStatus> = members
-        .iter()
-        .filter(|m| !m.terminating)
-        .map(|m| {
-            let is_primary = decision.primary.as_deref() == Some(m.name.as_str());
-            let follows = m.redis.as_ref().zip(primary_ip).is_some_and(|(r, ip)| {
-                matches!(r, info::RedisRole::Replica { primary_host, .. } if primary_host == ip)
-            });
-            let (role, lag) = if is_primary {
-                ("primary", None)
-            } else if follows {
-                let lag = primary_offset
-                    .zip(m.redis.as_ref())
-                    .map(|(p, r)| (p - r.offset()).max(0));
-                ("replica", lag)
-            } else {
-                ("unknown", None)
-            };
-            MemberStatus {
-                name: m.name.clone(),
-                role: role.to_owned(),
-                lag,
-            }
-        })
-        .collect();
-    status.sort_by(|a, b| a.name.cmp(&b.name));
-    status
-}
-
-/// The Replicating and FailingOver conditions' (status, reason, message) for a decision.
-pub fn conditions(health: &Health) -> [(&'static str, &'static str, &'static str, String); 2] {
-    let (replicating, failing_over) = match health {
-        Health::Replicating => (
-            (
-                "True",
-                "ReplicasInSync",
-                "every replica is linked and within minReplicasMaxLag".to_owned(),
-            ),
-            ("False", "PrimaryServing", "the primary serves".to_owned()),
-        ),
-        Health::Degraded(m) => (
-            ("False", "ReplicasBehind", m.clone()),
-            ("False", "PrimaryServing", "the primary serves".to_owned()),
-        ),
-        Health::PrimaryUnhealthy(m) => (
-            ("False", "PrimaryUnhealthy", m.clone()),
-            ("False", "WaitingForPrimary", m.clone()),
-        ),
-        Health::FailingOver(m) => (
-            ("False", "FailingOver", m.clone()),
-            ("True", "Promoting", m.clone()),
-        ),
-        Health::NoCandidate(m) => (
-            ("False", "NoPrimary", m.clone()),
-            ("True", "NoReplicaReachable", m.clone()),
-        ),
-        Health::Electing => (
-            (
-                "False",
-                "NoPrimary",
-                "waiting for the first pod's redis-server".to_owned(),
-            ),
-            ("False", "Electing", "no primary yet".to_owned()),
-        ),
-    };
-    [
-        ("Replicating", replicating.0, replicating.1, replicating.2),
-        (
-            "FailingOver",
-            failing_over.0,
-            failing_over.1,
-            failing_over.2,
-        ),
-    ]
 }

@@ -4,7 +4,7 @@
 //!
 //! 1. The primary is the pod labelled `myapp.tangx.in/role=primary`; the `<name>` Service
 //!    follows that label. At most one pod carries it: a label is removed before another is set.
-//! 2. Every redis-server starts fenced (a replica of nowhere, see [`super::info::FENCE_HOST`]).
+//! 2. Every redis-server starts fenced (a replica of nowhere, see [`crate::redis_server::FENCE_HOST`]).
 //!    With no primary and no data anywhere, the lowest ordinal is promoted (bootstrap).
 //! 3. A healthy primary (Ready, answering as a primary): every other reachable server is told to
 //!    replicate it, a server answering as a second primary included (fencing); replicas that follow
@@ -19,7 +19,7 @@
 //! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
 //!    switchover to an in-sync replica that stays, with writes paused until it has caught up.
 
-use super::info::RedisRole;
+use crate::redis_server::info::RedisRole;
 use std::time::Duration;
 
 /// The role label a pod carries.
@@ -474,8 +474,8 @@ fn describe_unhealthy(m: &Member) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::super::info::{FENCE_HOST, FENCE_PORT, ReplicaLink};
     use super::*;
+    use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, ReplicaLink};
 
     const PORT: u16 = 6379;
 

@@ -236,8 +236,8 @@ pub(crate) async fn bare_run(
         ..RedisSpec::default()
     }
     .with_defaults();
-    let pod_spec = controller::pod::pod_spec(&spec);
-    let hash = controller::pod::spec_hash(&pod_spec);
+    let pod_spec = controller::pods::build::pod_spec(&spec);
+    let hash = controller::pods::build::spec_hash(&pod_spec);
     let objects: Vec<Pod> = (0..args.count)
         .flat_map(|i| (0..args.replicas).map(move |o| (i, o)))
         .map(|(i, o)| {
@@ -247,7 +247,7 @@ pub(crate) async fn bare_run(
                     name: Some(format!("{group}-{o}")),
                     labels: Some(api::pods::pod_labels(&group)),
                     annotations: Some(BTreeMap::from([(
-                        controller::pod::SPEC_HASH_ANNOTATION.to_owned(),
+                        controller::pods::build::SPEC_HASH_ANNOTATION.to_owned(),
                         hash.clone(),
                     )])),
                     ..ObjectMeta::default()

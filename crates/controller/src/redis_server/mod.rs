@@ -1,10 +1,17 @@
-//! Talking to the redis-servers of a Redis in Replication mode, through their pod IPs, with short
+//! The one client of the controller for the redis-servers of a Redis (DESIGN §3b replication,
+//! §3c auth): every command it sends a pod goes through [`Server`], to the pod IP, with short
 //! timeouts: one that does not answer in time counts as unreachable, and the pass goes on.
+//! [`info`] parses what a redis-server says about its part in replication (pure).
 
-use super::info::RedisRole;
+pub mod info;
+
+use crate::Error;
+use info::RedisRole;
+pub use info::{FENCE_HOST, FENCE_PORT};
 use redis::aio::MultiplexedConnection;
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
+    RedisError,
 };
 use std::time::Duration;
 
@@ -14,9 +21,11 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 const SWITCHOVER_PAUSE_MS: u64 = 5_000;
 const SWITCHOVER_CATCH_UP: Duration = Duration::from_secs(3);
 
-/// One redis-server: its pod IP, port, and the password when auth is on.
+/// One redis-server: its pod (named in errors), the pod IP, port, and the password when auth is
+/// on.
 #[derive(Clone, Copy)]
 pub struct Server<'a> {
+    pub pod: &'a str,
     pub ip: &'a str,
     pub port: u16,
     pub password: Option<&'a str>,
@@ -31,6 +40,22 @@ pub struct Observed {
 }
 
 impl Server<'_> {
+    /// The error of a failed call to this server.
+    fn failed(&self, source: RedisError) -> Error {
+        Error::Redis {
+            pod: self.pod.to_owned(),
+            source,
+        }
+    }
+
+    /// This server answered, but not as the step needs.
+    fn refused(&self, reason: String) -> Error {
+        Error::RedisState {
+            pod: self.pod.to_owned(),
+            reason,
+        }
+    }
+
     async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
         let mut settings = RedisConnectionInfo::default();
         if let Some(password) = self.password {
@@ -48,20 +73,21 @@ impl Server<'_> {
     }
 
     /// Its role and settings; `Err` when it cannot be reached or answers something else.
-    pub async fn observe(&self) -> Result<Observed, String> {
-        let mut con = self.connect().await.map_err(|e| e.to_string())?;
+    pub async fn observe(&self) -> Result<Observed, Error> {
+        let mut con = self.connect().await.map_err(|e| self.failed(e))?;
         let info: String = redis::cmd("INFO")
             .arg("replication")
             .query_async(&mut con)
             .await
-            .map_err(|e| e.to_string())?;
-        let role = RedisRole::parse(&info).ok_or("INFO replication said no role")?;
+            .map_err(|e| self.failed(e))?;
+        let role = RedisRole::parse(&info)
+            .ok_or_else(|| self.refused("INFO replication said no role".to_owned()))?;
         let config: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
             .arg("min-replicas-*")
             .query_async(&mut con)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| self.failed(e))?;
         let value = |name: &str| {
             config
                 .chunks(2)
@@ -78,51 +104,55 @@ impl Server<'_> {
         })
     }
 
-    /// `REPLICAOF NO ONE`.
-    pub async fn promote(&self) -> redis::RedisResult<()> {
+    /// Runs one command on a new connection; its reply is discarded.
+    async fn run(&self, command: &redis::Cmd) -> redis::RedisResult<()> {
         let mut con = self.connect().await?;
-        redis::cmd("REPLICAOF")
-            .arg("NO")
-            .arg("ONE")
-            .query_async(&mut con)
-            .await
+        command.query_async(&mut con).await
+    }
+
+    /// `REPLICAOF NO ONE`.
+    pub async fn promote(&self) -> Result<(), Error> {
+        let mut command = redis::cmd("REPLICAOF");
+        command.arg("NO").arg("ONE");
+        self.run(&command).await.map_err(|e| self.failed(e))
     }
 
     /// `REPLICAOF host port`.
-    pub async fn follow(&self, host: &str) -> redis::RedisResult<()> {
-        let mut con = self.connect().await?;
-        redis::cmd("REPLICAOF")
-            .arg(host)
-            .arg(self.port)
-            .query_async(&mut con)
-            .await
+    pub async fn follow(&self, host: &str) -> Result<(), Error> {
+        let mut command = redis::cmd("REPLICAOF");
+        command.arg(host).arg(self.port);
+        self.run(&command).await.map_err(|e| self.failed(e))
     }
 
     /// `CONFIG SET min-replicas-to-write N min-replicas-max-lag M`.
-    pub async fn set_min_replicas(&self, to_write: i64, max_lag: i64) -> redis::RedisResult<()> {
-        let mut con = self.connect().await?;
-        redis::cmd("CONFIG")
+    pub async fn set_min_replicas(&self, to_write: i64, max_lag: i64) -> Result<(), Error> {
+        let mut command = redis::cmd("CONFIG");
+        command
             .arg("SET")
             .arg("min-replicas-to-write")
             .arg(to_write)
             .arg("min-replicas-max-lag")
-            .arg(max_lag)
-            .query_async(&mut con)
-            .await
+            .arg(max_lag);
+        self.run(&command).await.map_err(|e| self.failed(e))
     }
 
     /// `CONFIG SET requirepass P masterauth P`: the password a server asks for and the one it
     /// gives its primary. Live, no restart; connections already authenticated stay.
     pub async fn set_password(&self, password: &str) -> redis::RedisResult<()> {
-        let mut con = self.connect().await?;
-        redis::cmd("CONFIG")
+        let mut command = redis::cmd("CONFIG");
+        command
             .arg("SET")
             .arg("masterauth")
             .arg(password)
             .arg("requirepass")
-            .arg(password)
-            .query_async(&mut con)
-            .await
+            .arg(password);
+        self.run(&command).await
+    }
+
+    /// `PING`, authenticated with the password when there is one. The raw result: auth tells a
+    /// refused password from an unreachable server by the error's kind.
+    pub async fn ping(&self) -> redis::RedisResult<()> {
+        self.run(&redis::cmd("PING")).await
     }
 }
 
@@ -134,23 +164,25 @@ pub async fn switchover<F, Fut>(
     from: Server<'_>,
     to: Server<'_>,
     move_label: F,
-) -> Result<(), String>
+) -> Result<(), Error>
 where
     F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
+    Fut: std::future::Future<Output = Result<(), Error>>,
 {
-    let mut old = from.connect().await.map_err(|e| e.to_string())?;
+    let mut old = from.connect().await.map_err(|e| from.failed(e))?;
     let () = redis::cmd("CLIENT")
         .arg("PAUSE")
         .arg(SWITCHOVER_PAUSE_MS)
         .arg("WRITE")
         .query_async(&mut old)
         .await
-        .map_err(|e| format!("pausing writes on the primary: {e}"))?;
+        .map_err(|e| from.refused(format!("pausing writes on the primary: {e}")))?;
     let result = async {
         let target = match from.observe().await?.role {
             RedisRole::Primary { offset, .. } => offset,
-            RedisRole::Replica { .. } => return Err("the primary is no longer one".to_owned()),
+            RedisRole::Replica { .. } => {
+                return Err(from.refused("the primary is no longer one".to_owned()));
+            }
         };
         let deadline = tokio::time::Instant::now() + SWITCHOVER_CATCH_UP;
         loop {
@@ -158,13 +190,13 @@ where
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!("the heir did not reach offset {target} in time"));
+                return Err(from.refused(format!("the heir did not reach offset {target} in time")));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        to.promote().await.map_err(|e| e.to_string())?;
+        to.promote().await?;
         move_label().await?;
-        from.follow(to.ip).await.map_err(|e| e.to_string())
+        from.follow(to.ip).await
     }
     .await;
     // Writes were refused for the handover only; once `from` follows, they are refused anyway.

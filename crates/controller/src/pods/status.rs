@@ -1,11 +1,10 @@
 //! The status a Redis should show (DESIGN §3), computed from the real pods. The reconciler
 //! writes it only when it differs from what is stored, so a steady state makes no writes.
 
-use crate::plan::{self, PodView};
+use super::plan::{self, PodView};
+use crate::k8s::conditions::{READY, condition};
 use api::RedisStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-
-pub const READY: &str = "Ready";
 
 /// What the status of one Redis is computed from.
 #[derive(Debug, Clone)]
@@ -79,24 +78,14 @@ pub fn desired_status(input: StatusInput<'_>) -> RedisStatus {
         ),
         _ => (reason, message),
     };
-    let previous = stored.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
-    let last_transition_time = match previous {
-        Some(c) if c.status == status => c.last_transition_time.clone(),
-        _ => now,
-    };
     RedisStatus {
         replicas: existing,
         ready_replicas: ready,
         selector: Some(api::pods::selector_string(redis_name)),
         observed_generation: generation,
-        conditions: vec![Condition {
-            type_: READY.to_owned(),
-            status: status.to_owned(),
-            reason: reason.to_owned(),
-            message,
-            observed_generation: generation,
-            last_transition_time,
-        }],
+        conditions: vec![condition(
+            stored, READY, status, reason, message, generation, now,
+        )],
         ..RedisStatus::default()
     }
 }
@@ -137,79 +126,6 @@ fn stuck(pods: &[PodView]) -> Option<(usize, &PodView, &plan::PodTrouble)> {
     Some((stuck().count(), first, first.trouble.as_ref()?))
 }
 
-/// Replication mode: the primary, each member's role and lag, and the `Replicating` and
-/// `FailingOver` conditions; `Ready` only while a primary serves. Standalone (`None`): unchanged.
-pub fn with_replication(
-    mut status: RedisStatus,
-    outcome: Option<&crate::replication::Outcome>,
-    stored: Option<&RedisStatus>,
-    now: Time,
-) -> RedisStatus {
-    let Some(outcome) = outcome else {
-        return status;
-    };
-    use crate::replication::plan::Health;
-    let health = &outcome.decision.health;
-    status.primary = outcome.decision.primary.clone();
-    status.members = steady_members(&outcome.members, stored.map(|s| s.members.as_slice()));
-    let serving = matches!(health, Health::Replicating | Health::Degraded(_));
-    if !serving
-        && let Some(ready) = status
-            .conditions
-            .iter_mut()
-            .find(|c| c.type_ == READY && c.status == "True")
-    {
-        let [replicating, _] = crate::replication::conditions(health);
-        ready.status = "False".to_owned();
-        ready.reason = replicating.2.to_owned();
-        ready.message = replicating.3;
-        ready.last_transition_time = now.clone();
-        if let Some(previous) = stored
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
-            .filter(|c| c.status == "False")
-        {
-            ready.last_transition_time = previous.last_transition_time.clone();
-        }
-    }
-    let generation = status.observed_generation;
-    for (type_, value, reason, message) in crate::replication::conditions(health) {
-        let last_transition_time = stored
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
-            .filter(|c| c.status == value)
-            .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
-        status.conditions.push(Condition {
-            type_: type_.to_owned(),
-            status: value.to_owned(),
-            reason: reason.to_owned(),
-            message,
-            observed_generation: generation,
-            last_transition_time,
-        });
-    }
-    status
-}
-
-/// The members to report: the stored lags are kept while each is still of the same order of
-/// magnitude, so a replica a few bytes behind between two acknowledgements (the primary's pings
-/// move the offset every 10 s at rest) does not make a status write every pass.
-fn steady_members(
-    now: &[api::MemberStatus],
-    stored: Option<&[api::MemberStatus]>,
-) -> Vec<api::MemberStatus> {
-    fn magnitude(lag: Option<i64>) -> Option<u32> {
-        // 0: under 1 KiB, 1: under 1 MiB, 2: under 1 GiB, 3: more.
-        lag.map(|l| (0..3).find(|i| l < 1 << (10 * (i + 1))).unwrap_or(3))
-    }
-    now.iter()
-        .map(|m| {
-            let kept = stored
-                .and_then(|s| s.iter().find(|o| o.name == m.name && o.role == m.role))
-                .filter(|o| magnitude(o.lag) == magnitude(m.lag));
-            kept.cloned().unwrap_or_else(|| m.clone())
-        })
-        .collect()
-}
-
 /// A pod write the API server refused in this pass: its Event reason and what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodFailure {
@@ -218,9 +134,6 @@ pub struct PodFailure {
     pub message: String,
 }
 
-/// The status with a refused pod write said in the `Ready` condition, as a ReplicaSet says it in
-/// `ReplicaFailure`: `kubectl describe` and `kubectl wait` users see why it is not converging
-/// (say, a ResourceQuota), not only that it is not. A converged status is left as it is.
 /// The Ready condition's reason while the Redis is paused.
 pub const PAUSED: &str = "Paused";
 
@@ -255,6 +168,9 @@ pub fn with_paused(
     status
 }
 
+/// The status with a refused pod write said in the `Ready` condition, as a ReplicaSet says it in
+/// `ReplicaFailure`: `kubectl describe` and `kubectl wait` users see why it is not converging
+/// (say, a ResourceQuota), not only that it is not. A converged status is left as it is.
 pub fn with_failure(mut status: RedisStatus, failure: Option<&PodFailure>) -> RedisStatus {
     if let Some(failure) = failure
         && let Some(ready) = status
@@ -470,24 +386,5 @@ mod tests {
         let mut unready = pod(1, true);
         unready.ready = false;
         assert_eq!(counts(&[pod(0, true), unready, going]), (2, 1));
-    }
-
-    #[test]
-    fn member_lags_are_rewritten_only_when_their_magnitude_changes() {
-        let member = |lag| api::MemberStatus {
-            name: "r-1".into(),
-            role: "replica".into(),
-            lag: Some(lag),
-        };
-        let stored = [member(0)];
-        assert_eq!(
-            steady_members(&[member(14)], Some(&stored)),
-            vec![member(0)]
-        );
-        assert_eq!(
-            steady_members(&[member(5000)], Some(&stored)),
-            vec![member(5000)]
-        );
-        assert_eq!(steady_members(&[member(14)], None), vec![member(14)]);
     }
 }

@@ -1,7 +1,7 @@
 //! The pod a `Redis` wants at each ordinal (DESIGN §3), and the hash that tells a pod built from
 //! an older spec from a current one. Pure: the reconciler only sends what this builds.
 
-use crate::replication::info::{FENCE_HOST, FENCE_PORT};
+use crate::redis_server::{FENCE_HOST, FENCE_PORT};
 use api::exporter::METRICS_PORT_NAME;
 use api::pods::{pod_labels, pod_name};
 use api::{Redis, RedisSpec};

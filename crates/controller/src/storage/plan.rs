@@ -1,41 +1,15 @@
-//! Persistence (DESIGN §3d): the claim of each ordinal, and what to do with claims, planned from
-//! the cache of claims (pure), then done by [`apply`].
-//!
-//! - Every ordinal below `replicas` has its claim `data-<name>-<ordinal>` before its pod is made;
-//!   a claim that exists already (retained from before) is used as it is.
-//! - `retention.whenDeleted: Delete` is an owner reference from each claim to the Redis: the
-//!   garbage collector deletes the claims after the Redis, even without the operator. Retain is
-//!   no owner reference. Changing the policy adds or removes the reference.
-//! - `retention.whenScaled: Delete` deletes the claims of ordinals at or above `replicas` once
-//!   their pods are gone (never the claim of a pod that still exists).
-//! - A larger `size` is written into the claims whose StorageClass allows expansion; for the
-//!   others the `StorageResized` condition says which claims could not grow, and why.
-
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+//! The claims of a Redis (DESIGN §3d), planned from the cache of claims: which to create, grow,
+//! own or release, and delete. Pure.
 
 use api::Redis;
-use api::pods::LABEL_INSTANCE;
 use api::storage::{RetentionPolicy, StorageSpec, claim_name, claim_ordinal, quantity_bytes};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements,
 };
-use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference, Time};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::reflector::Store;
-use kube::{Client, Resource, ResourceExt};
-
-use crate::Error;
-use crate::cached::CachedPod;
-use crate::reconcile::FIELD_MANAGER;
-
-/// The condition saying whether every claim requests `spec.storage.size` (present only with
-/// `spec.storage`).
-pub const STORAGE_RESIZED: &str = "StorageResized";
-/// Its reason when a claim cannot grow because its StorageClass does not allow expansion.
-pub const EXPANSION_NOT_ALLOWED: &str = "ExpansionNotAllowed";
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
+use std::collections::BTreeSet;
 
 /// The claim of `ordinal` as the operator creates it. `None` if the Redis has no name or uid.
 pub fn desired_claim(
@@ -69,7 +43,7 @@ pub fn desired_claim(
 
 /// The owner reference a claim carries under `whenDeleted: Delete`: not the controller
 /// reference (the claim outlives pods, and a claim made by hand may have its own controller).
-fn owner_reference(redis: &Redis) -> Option<OwnerReference> {
+pub fn owner_reference(redis: &Redis) -> Option<OwnerReference> {
     let mut owner = redis.controller_owner_ref(&())?;
     owner.controller = None;
     owner.block_owner_deletion = None;
@@ -175,7 +149,7 @@ pub fn plan(storage: &StorageSpec, replicas: u32, seen: &ClaimsSeen<'_>) -> Clai
 }
 
 /// The storage a claim requests, in bytes.
-fn requested_bytes(claim: &PersistentVolumeClaim) -> Option<u128> {
+pub fn requested_bytes(claim: &PersistentVolumeClaim) -> Option<u128> {
     claim
         .spec
         .as_ref()
@@ -188,253 +162,6 @@ fn requested_bytes(claim: &PersistentVolumeClaim) -> Option<u128> {
 /// The size request of a grown claim: only `spec.resources.requests.storage` changes.
 pub fn grow_patch(size: &Quantity) -> serde_json::Value {
     serde_json::json!({"spec": {"resources": {"requests": {"storage": size}}}})
-}
-
-/// What the claims came to in one pass, for the status and the Events.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ClaimsReport {
-    /// `spec.storage.size` as written.
-    pub size: String,
-    /// Claims that could not grow, with their StorageClass.
-    pub cannot_grow: Vec<(String, Option<String>)>,
-    /// Claims created, grown or deleted in this pass (for one Event).
-    pub written: Vec<String>,
-}
-
-/// The claims of `redis` in the cache: its namespace and instance label.
-fn cached_claims(
-    store: &Store<PersistentVolumeClaim>,
-    redis: &Redis,
-) -> Vec<Arc<PersistentVolumeClaim>> {
-    let name = redis.metadata.name.as_deref();
-    let namespace = redis.metadata.namespace.as_deref();
-    store.state_filter(|claim| {
-        claim.metadata.namespace.as_deref() == namespace
-            && claim.labels().get(LABEL_INSTANCE).map(String::as_str) == name
-    })
-}
-
-/// The Redis a claim's change concerns: the one its instance label names, in its namespace.
-pub fn redis_for_claim(
-    resource: &kube::core::ApiResource,
-    claim: &PersistentVolumeClaim,
-) -> Option<kube::runtime::reflector::ObjectRef<kube::core::DynamicObject>> {
-    let name = claim.labels().get(LABEL_INSTANCE)?;
-    let namespace = claim.metadata.namespace.as_deref()?;
-    Some(kube::runtime::reflector::ObjectRef::new_with(name, resource.clone()).within(namespace))
-}
-
-/// Makes the claims of `redis` what `spec.storage` says (see the module doc), before its pods
-/// are created. `None` without `spec.storage`. No write when every claim is as it should be.
-pub async fn apply(
-    client: &Client,
-    store: &Store<PersistentVolumeClaim>,
-    redis: &Redis,
-    replicas: u32,
-    pods: &[Arc<CachedPod>],
-) -> Result<Option<ClaimsReport>, Error> {
-    let Some(storage) = &redis.spec.storage else {
-        return Ok(None);
-    };
-    let (Some(name), Some(namespace), Some(uid)) = (
-        redis.metadata.name.as_deref(),
-        redis.metadata.namespace.as_deref(),
-        redis.metadata.uid.as_deref(),
-    ) else {
-        return Err(Error::IncompleteObject("name, namespace or uid"));
-    };
-    let cached = cached_claims(store, redis);
-    let claims: Vec<&PersistentVolumeClaim> = cached.iter().map(AsRef::as_ref).collect();
-    let pod_ordinals: BTreeSet<u32> = pods
-        .iter()
-        .filter_map(|p| api::pods::ordinal(name, &p.name_any()))
-        .collect();
-    // Asked only when a claim is smaller than the spec: a StorageClass read per class.
-    let classes = expandable_classes(client, storage, &claims).await?;
-    let expandable = |class: Option<&str>| class.and_then(|c| classes.get(c).copied());
-    let plan = plan(
-        storage,
-        replicas,
-        &ClaimsSeen {
-            redis_name: name,
-            redis_uid: uid,
-            claims: &claims,
-            pod_ordinals: &pod_ordinals,
-            expandable: &expandable,
-        },
-    );
-    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
-    let mut report = ClaimsReport {
-        size: storage.size.0.clone(),
-        cannot_grow: plan.cannot_grow,
-        written: Vec::new(),
-    };
-    for step in plan.steps {
-        let claim_error = |claim: &str, source| Error::Child {
-            kind: "PersistentVolumeClaim".into(),
-            name: claim.to_owned(),
-            source,
-        };
-        match step {
-            ClaimStep::Create(ordinal) => {
-                let Some(claim) = desired_claim(redis, storage, ordinal) else {
-                    continue;
-                };
-                let params = PostParams {
-                    field_manager: Some(FIELD_MANAGER.to_owned()),
-                    ..PostParams::default()
-                };
-                let claim_name = claim.name_any();
-                match api.create(&params, &claim).await {
-                    Ok(_) => report.written.push(format!("created {claim_name}")),
-                    // There already (our cache was behind, or it is being deleted): the pod
-                    // waits for it, and its watch event brings the next pass.
-                    Err(kube::Error::Api(e)) if e.code == 409 => {}
-                    Err(e) => return Err(claim_error(&claim_name, e)),
-                }
-            }
-            ClaimStep::SetOwned { claim, owned } => {
-                let Some(current) = claims.iter().find(|c| c.name_any() == claim) else {
-                    continue;
-                };
-                let mut owners: Vec<OwnerReference> = current
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .filter(|o| o.uid != uid)
-                    .cloned()
-                    .collect();
-                if owned && let Some(owner) = owner_reference(redis) {
-                    owners.push(owner);
-                }
-                // The whole list replaces the stored one, so only if nobody changed it since.
-                let patch = serde_json::json!({"metadata": {
-                    "ownerReferences": owners,
-                    "resourceVersion": current.resource_version(),
-                }});
-                api.patch(&claim, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(|e| claim_error(&claim, e))?;
-            }
-            ClaimStep::Grow { claim } => {
-                api.patch(
-                    &claim,
-                    &PatchParams::default(),
-                    &Patch::Merge(&grow_patch(&storage.size)),
-                )
-                .await
-                .map_err(|e| claim_error(&claim, e))?;
-                report
-                    .written
-                    .push(format!("grew {claim} to {}", storage.size.0));
-            }
-            ClaimStep::Delete { claim, uid } => {
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: Some(uid),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match api.delete(&claim, &params).await {
-                    Ok(_) => report.written.push(format!("deleted {claim}")),
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                    Err(e) => return Err(claim_error(&claim, e)),
-                }
-            }
-        }
-    }
-    Ok(Some(report))
-}
-
-/// Whether each StorageClass of a claim smaller than the spec allows expansion.
-async fn expandable_classes(
-    client: &Client,
-    storage: &StorageSpec,
-    claims: &[&PersistentVolumeClaim],
-) -> Result<HashMap<String, bool>, Error> {
-    let wanted = quantity_bytes(&storage.size.0);
-    let mut classes = HashMap::new();
-    for claim in claims {
-        let requested = requested_bytes(claim);
-        let Some(class) = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.storage_class_name.as_deref())
-        else {
-            continue;
-        };
-        if classes.contains_key(class)
-            || !matches!((requested, wanted), (Some(r), Some(w)) if r < w)
-        {
-            continue;
-        }
-        let found = Api::<StorageClass>::all(client.clone())
-            .get_opt(class)
-            .await
-            .map_err(|source| Error::Child {
-                kind: "StorageClass".into(),
-                name: class.to_owned(),
-                source,
-            })?;
-        let allowed = found
-            .and_then(|c| c.allow_volume_expansion)
-            .unwrap_or(false);
-        classes.insert(class.to_owned(), allowed);
-    }
-    Ok(classes)
-}
-
-/// The status with the `StorageResized` condition (only with `spec.storage`); the transition time
-/// is the stored one while the value stays.
-pub fn with_condition(
-    mut status: api::RedisStatus,
-    report: Option<&ClaimsReport>,
-    stored: Option<&api::RedisStatus>,
-    now: Time,
-) -> api::RedisStatus {
-    let Some(report) = report else {
-        return status;
-    };
-    let (value, reason, message) = if report.cannot_grow.is_empty() {
-        (
-            "True",
-            "SizeApplied",
-            format!("every claim requests {} or more", report.size),
-        )
-    } else {
-        let claims: Vec<String> = report
-            .cannot_grow
-            .iter()
-            .map(|(claim, class)| match class {
-                Some(class) => format!("{claim} (StorageClass {class})"),
-                None => format!("{claim} (no StorageClass)"),
-            })
-            .collect();
-        (
-            "False",
-            EXPANSION_NOT_ALLOWED,
-            format!(
-                "cannot grow {} to {}: the StorageClass does not allow volume expansion (allowVolumeExpansion); the pods keep their current volumes",
-                claims.join(", "),
-                report.size
-            ),
-        )
-    };
-    let last_transition_time = stored
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == STORAGE_RESIZED))
-        .filter(|c| c.status == value)
-        .map_or(now, |c| c.last_transition_time.clone());
-    status.conditions.push(Condition {
-        type_: STORAGE_RESIZED.to_owned(),
-        status: value.to_owned(),
-        reason: reason.to_owned(),
-        message,
-        observed_generation: status.observed_generation,
-        last_transition_time,
-    });
-    status
 }
 
 #[cfg(test)]

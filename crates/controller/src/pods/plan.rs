@@ -238,9 +238,9 @@ fn held_as_primary(pod: &PodView, pods: &[PodView]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::build::SPEC_HASH_ANNOTATION;
+    use super::super::status::converged;
     use super::*;
-    use crate::pod::SPEC_HASH_ANNOTATION;
-    use crate::status::converged;
 
     const H: &str = "current";
 

@@ -1,0 +1,353 @@
+//! Password protection (`spec.auth`, DESIGN §3 "Auth"): the password the controller uses with the
+//! redis-servers, and its live rotation.
+//!
+//! The pods read the password from the Secret when their container starts (`pod`), so a changed
+//! Secret reaches only containers started later. The running ones get it here: the controller
+//! remembers, per Redis, the passwords that worked (newest first); when the Secret says something
+//! else it connects to each pod with the ones it knows and runs
+//! `CONFIG SET masterauth <new> requirepass <new>` there. No restart, and the controller is never
+//! refused: it holds the old password until every pod has the new one.
+//!
+//! Secrets are watched as metadata only (a change triggers the Redis objects that name the
+//! Secret); the data of a Secret is read with a GET, only for a Secret some Redis names, and only
+//! again when its resourceVersion moves. No password is ever logged.
+//!
+//! - [`rules`]: the rotation's rules (pure).
+//! - [`status`]: `AuthFailed` in the Ready condition (pure).
+//! - this module: the Secret watch and reads, the checks on the pods, and the Events.
+
+pub mod rules;
+pub mod status;
+
+use crate::Error;
+use crate::cached::CachedPod;
+use crate::k8s::events::publish;
+use crate::k8s::{self, watch};
+use crate::redis_server::Server;
+use api::Redis;
+use futures::future;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DynamicObject, PartialObjectMeta};
+use kube::core::ApiResource;
+use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+pub use rules::Password;
+use rules::{Answer, Fix, answer, candidates, fix, needs_check, password_in, references, remember};
+pub use status::AUTH_FAILED;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Reason of the Normal Event when pods were given the Secret's new password.
+pub const PASSWORD_ROTATED: &str = "PasswordRotated";
+
+/// A Secret without its data (the watch cache).
+pub type SecretMeta = PartialObjectMeta<Secret>;
+
+/// What the controller knows about the passwords of each Redis (by uid). In memory: a restarted
+/// controller knows only the Secret's value (see DESIGN: a rotation cut short by a restart).
+#[derive(Default)]
+pub struct State {
+    /// Secrets' metadata (no data), from the watch; `None`: no watch, every read is a GET.
+    secrets: Option<Store<PartialObjectMeta<Secret>>>,
+    /// The data read from each named Secret, with the resourceVersion it was read at.
+    read: Mutex<HashMap<(String, String), Read>>,
+    redis: Mutex<HashMap<String, Known>>,
+}
+
+#[derive(Clone)]
+struct Read {
+    version: Option<String>,
+    secret: Option<Secret>,
+}
+
+#[derive(Default, Clone)]
+struct Known {
+    /// The passwords that worked, newest first.
+    passwords: Vec<Password>,
+    /// The failure last reported (Event), so a repeated one is not published every pass.
+    reported: Option<String>,
+}
+
+impl State {
+    /// With the Secret metadata cache of [`watch`].
+    pub fn with_secrets(secrets: Store<PartialObjectMeta<Secret>>) -> Self {
+        State {
+            secrets: Some(secrets),
+            ..State::default()
+        }
+    }
+
+    /// Forgets a Redis (deleted).
+    pub fn forget(&self, uid: &str) {
+        self.known().remove(uid);
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+        self.redis.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn read(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Read>> {
+        self.read.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What one pass found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// The password the controller's connections use (the Secret's).
+    pub password: Password,
+    /// Pods given the Secret's password in this pass.
+    pub rotated: Vec<String>,
+    /// Why the password cannot be used (a pod refuses it, the Secret lacks it): Ready is False
+    /// with reason `AuthFailed`, and the replication engine waits (a pod that refuses looks dead).
+    pub failure: Option<String>,
+    /// `failure` is new: publish it as a Warning Event.
+    pub report: bool,
+}
+
+/// The Redis objects a Secret event concerns (mapper of the Controller's Secret trigger).
+pub fn redis_for_secret(
+    store: &Store<DynamicObject>,
+    resource: &ApiResource,
+    secret: &PartialObjectMeta<Secret>,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let name = secret.name_any();
+    let namespace = secret.metadata.namespace.as_deref();
+    store
+        .state()
+        .iter()
+        .filter(|r| references(r, namespace, &name))
+        .map(|r| ObjectRef::from_obj_with(r.as_ref(), resource.clone()))
+        .collect()
+}
+
+/// The metadata watch of Secrets: the cache (ready when returned), the trigger stream, the task.
+pub async fn watch(
+    client: &Client,
+    namespace: Option<&str>,
+) -> Result<watch::Cached<SecretMeta>, Error> {
+    // `Api<PartialObjectMeta<_>>` makes metadata-only requests: no Secret data is watched.
+    let api: Api<SecretMeta> = k8s::scoped(client, namespace);
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(|s| {
+            s.managed_fields_mut().clear();
+            // kubectl apply's copy of the object, data included, is not needed.
+            s.annotations_mut().clear();
+        });
+    let cached = watch::cached(stream, "Secret");
+    cached.ready().await?;
+    Ok(cached)
+}
+
+/// The Secret `name` of `namespace`, read again only when the cache has a newer resourceVersion.
+/// `None` when it does not exist.
+async fn secret(
+    state: &State,
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Secret>, Error> {
+    let key = (namespace.to_owned(), name.to_owned());
+    let cached_version = match &state.secrets {
+        Some(store) => match store.get(&ObjectRef::new(name).within(namespace)) {
+            Some(meta) => Some(meta.metadata.resource_version.clone()),
+            None => {
+                state.read().remove(&key);
+                return Ok(None);
+            }
+        },
+        None => None,
+    };
+    if let Some(version) = &cached_version
+        && let Some(read) = state.read().get(&key)
+        && &read.version == version
+    {
+        return Ok(read.secret.clone());
+    }
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = api.get_opt(name).await.map_err(Error::Kube)?;
+    let version = secret
+        .as_ref()
+        .and_then(|s| s.metadata.resource_version.clone());
+    state.read().insert(
+        key,
+        Read {
+            version,
+            secret: secret.clone(),
+        },
+    );
+    Ok(secret)
+}
+
+/// The auth step of a pass: [`settle`], and Events for a rotation and for a refusal (only when
+/// it is new).
+pub async fn apply(
+    state: &State,
+    client: &Client,
+    recorder: &Recorder,
+    redis: &Redis,
+    pods: &[Arc<CachedPod>],
+) -> Result<Option<Settled>, Error> {
+    let settled = settle(state, client, redis, pods).await?;
+    let reference = redis.object_ref(&());
+    if !settled.rotated.is_empty() {
+        let note = format!(
+            "Set the Secret's new password on pod(s) {}",
+            settled.rotated.join(", ")
+        );
+        tracing::info!(redis = %redis.name_any(), %note, "password rotated");
+        publish(
+            recorder,
+            &reference,
+            None,
+            EventType::Normal,
+            PASSWORD_ROTATED,
+            "Rotate",
+            note,
+        )
+        .await;
+    }
+    if settled.report
+        && let Some(note) = &settled.failure
+    {
+        tracing::warn!(redis = %redis.name_any(), %note, "auth failed");
+        publish(
+            recorder,
+            &reference,
+            None,
+            EventType::Warning,
+            AUTH_FAILED,
+            "Authenticate",
+            note.clone(),
+        )
+        .await;
+    }
+    Ok(Some(settled))
+}
+
+/// One pass: reads the Secret, checks every pod when needed, sets the Secret's password on the
+/// pods that still have an earlier one. `Err` only for a failed API read.
+pub async fn settle(
+    state: &State,
+    client: &Client,
+    redis: &Redis,
+    pods: &[Arc<CachedPod>],
+) -> Result<Settled, Error> {
+    let uid = redis.metadata.uid.clone().unwrap_or_default();
+    let namespace = k8s::namespace(&redis.metadata)?;
+    let port = u16::try_from(redis.spec.port()).unwrap_or_default();
+    let wanted: Password = match redis.spec.auth_secret() {
+        None => None,
+        Some((name, key)) => {
+            let found = secret(state, client, namespace, name).await?;
+            let password = match &found {
+                None => Err(format!("Secret {name} not found")),
+                Some(s) => password_in(s, key).map_err(|e| format!("Secret {name} {e}")),
+            };
+            match password {
+                Ok(p) => Some(p),
+                Err(message) => return Ok(report(state, &uid, None, Some(message))),
+            }
+        }
+    };
+    let known = state.known().get(&uid).cloned().unwrap_or_default();
+    if !needs_check(wanted.as_deref(), &known.passwords) {
+        return Ok(report(state, &uid, wanted, None));
+    }
+    let tries = candidates(wanted.as_deref(), &known.passwords);
+    let live: Vec<&Arc<CachedPod>> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    let checks = future::join_all(live.iter().map(|pod| check(pod, port, &tries))).await;
+    let mut all_current = true;
+    let mut rotated = Vec::new();
+    let mut refused = Vec::new();
+    for (pod, accepted) in live.iter().zip(checks) {
+        let name = pod.name_any();
+        let Some(accepted) = accepted else {
+            all_current = false;
+            continue;
+        };
+        match fix(accepted) {
+            Fix::Nothing => {}
+            Fix::SetWith(i) => {
+                let ip = pod.ip().unwrap_or_default();
+                let server = Server {
+                    pod: &name,
+                    ip,
+                    port,
+                    password: tries.get(i).copied().flatten(),
+                };
+                match server.set_password(wanted.as_deref().unwrap_or("")).await {
+                    Ok(()) => rotated.push(name),
+                    Err(e) => {
+                        tracing::info!(pod = %name, error = %e, "could not set the password");
+                        all_current = false;
+                    }
+                }
+            }
+            Fix::Refuses => {
+                all_current = false;
+                refused.push(name);
+            }
+        }
+    }
+    let passwords = remember(wanted.as_deref(), &known.passwords, all_current);
+    state.known().entry(uid.clone()).or_default().passwords = passwords;
+    let failure = (!refused.is_empty()).then(|| refusal(redis, &refused));
+    let mut settled = report(state, &uid, wanted, failure);
+    settled.rotated = rotated;
+    Ok(settled)
+}
+
+/// The message of pods that refuse every password the controller knows.
+fn refusal(redis: &Redis, refused: &[String]) -> String {
+    let source = redis.spec.auth_secret().map_or_else(
+        || "no password".to_owned(),
+        |(n, k)| format!("the password in Secret {n} (key {k})"),
+    );
+    format!(
+        "pod(s) {} refuse {source} and every earlier password the operator knows; put the \
+         pods' password back in the Secret, or delete those pods (a new pod starts with the \
+         Secret's password)",
+        refused.join(", ")
+    )
+}
+
+/// Records the outcome for `uid`: the failure to publish only when it is new.
+fn report(state: &State, uid: &str, password: Password, failure: Option<String>) -> Settled {
+    let mut known = state.known();
+    let entry = known.entry(uid.to_owned()).or_default();
+    let report = failure.is_some() && entry.reported != failure;
+    entry.reported.clone_from(&failure);
+    Settled {
+        password,
+        rotated: Vec::new(),
+        failure,
+        report,
+    }
+}
+
+/// Which of `tries` the pod accepts (`Some(None)`: none); `None` when it does not answer.
+async fn check(pod: &CachedPod, port: u16, tries: &[Option<&str>]) -> Option<Option<usize>> {
+    let ip = pod.ip()?;
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    for (i, password) in tries.iter().enumerate() {
+        let server = Server {
+            pod: name,
+            ip,
+            port,
+            password: *password,
+        };
+        match answer(&server.ping().await) {
+            Answer::Accepted => return Some(Some(i)),
+            Answer::Refused => {}
+            Answer::Unreachable => return None,
+        }
+    }
+    Some(None)
+}

@@ -1,0 +1,227 @@
+//! The Services and the PodDisruptionBudget of a Redis (DESIGN §3).
+//!
+//! - `<name>`: the client Service, port `redis`. Standalone: every pod of the Redis; Replication:
+//!   the pod labelled `myapp.tangx.in/role: primary` (the replication engine keeps that label).
+//! - Replication only: `<name>-replicas` (the replicas) and `<name>-headless` (every pod, ready or
+//!   not, so each pod has a stable DNS name `<pod>.<name>-headless` where cluster DNS runs). In
+//!   Standalone they do not exist: left over from a mode switch, they are deleted.
+//! - PodDisruptionBudget `<name>` (policy/v1): `maxUnavailable` from the spec (default 1) over
+//!   every pod of the Redis, so a node drain takes its pods down one at a time.
+//!
+//! The builders and the comparisons are pure: [`service`], [`pdb`], and what every child carries,
+//! [`meta`]. [`apply`] is the shell: it compares each desired
+//! object with the watch cache's copy and writes (server-side apply) only what differs, so a
+//! steady state makes no writes; [`watch`] keeps those caches and wakes the owning Redis when a
+//! child changes or is deleted by hand.
+
+pub mod meta;
+pub mod pdb;
+pub mod service;
+
+use crate::Error;
+use crate::k8s::watch::{self, Cached, Events};
+use crate::k8s::{self, apply_forced, controlled_by};
+use api::Redis;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use pdb::{pdb, pdb_differs};
+use serde::de::DeserializeOwned;
+use service::{ServiceKind, service, service_differs, strip_service};
+use std::fmt::Debug;
+
+/// What a Redis should have, and the Services it should not.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Desired {
+    pub services: Vec<Service>,
+    /// Names of the Services of the other mode: deleted when they exist and are ours.
+    pub absent_services: Vec<String>,
+    pub pdb: PodDisruptionBudget,
+}
+
+/// Everything a Redis should have; `None` until it has a name, a namespace and a uid.
+pub fn desired(redis: &Redis) -> Option<Desired> {
+    let name = redis.metadata.name.as_deref()?;
+    let mode = redis.spec.mode();
+    let mut services = Vec::new();
+    let mut absent_services = Vec::new();
+    for kind in ServiceKind::ALL {
+        if kind.exists_in(mode) {
+            services.push(service(redis, kind)?);
+        } else {
+            absent_services.push(kind.name(name));
+        }
+    }
+    Some(Desired {
+        services,
+        absent_services,
+        pdb: pdb(redis)?,
+    })
+}
+
+/// The watch caches of the children of every Redis (labelled as managed by the operator).
+#[derive(Clone)]
+pub struct Stores {
+    pub services: Store<Service>,
+    pub pdbs: Store<PodDisruptionBudget>,
+    /// The claims of Redis with `spec.storage` (see `storage`).
+    pub claims: Store<PersistentVolumeClaim>,
+}
+
+impl Stores {
+    /// Caches that stay empty: every pass would then apply every child (for tests and tools
+    /// that run no watches; the controller uses [`watch`]).
+    pub fn empty() -> Self {
+        Stores {
+            services: reflector::store::Writer::default().as_reader(),
+            pdbs: reflector::store::Writer::default().as_reader(),
+            claims: reflector::store::Writer::default().as_reader(),
+        }
+    }
+}
+
+/// The children's watches: their caches, the change streams that wake the owning Redis, and the
+/// tasks that drive them.
+pub struct Watches {
+    pub stores: Stores,
+    pub services: Events<Service>,
+    pub pdbs: Events<PodDisruptionBudget>,
+    /// Claims are not owned through a controller reference: their changes are mapped to the
+    /// Redis by their instance label (`storage::redis_for_claim`).
+    pub claims: Events<PersistentVolumeClaim>,
+    pub tasks: WatchTasks,
+}
+
+/// The tasks driving the children's watches. Aborted at shutdown: the Controller drains only
+/// once its trigger streams end, as for the pod watch in `run`.
+pub struct WatchTasks(Vec<tokio::task::JoinHandle<()>>);
+
+impl WatchTasks {
+    pub fn abort(&self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Starts the watches of Services, PodDisruptionBudgets and claims labelled as the operator's
+/// (in `namespace`, or everywhere) and waits until every cache is filled, so the first passes do
+/// not re-apply children that exist.
+pub async fn watch(client: &Client, namespace: Option<&str>) -> Result<Watches, Error> {
+    let services = labelled(client, namespace, strip_service);
+    let pdbs = labelled(client, namespace, |pdb: &mut PodDisruptionBudget| {
+        pdb.status = None;
+    });
+    let claims = labelled(client, namespace, |claim: &mut PersistentVolumeClaim| {
+        claim.status = None;
+    });
+    let ready = futures::future::try_join3(services.ready(), pdbs.ready(), claims.ready()).await;
+    let tasks = WatchTasks(vec![services.task, pdbs.task, claims.task]);
+    if let Err(e) = ready {
+        tasks.abort();
+        return Err(e);
+    }
+    Ok(Watches {
+        stores: Stores {
+            services: services.store,
+            pdbs: pdbs.store,
+            claims: claims.store,
+        },
+        services: services.events,
+        pdbs: pdbs.events,
+        claims: claims.events,
+        tasks,
+    })
+}
+
+/// The cached watch of the objects of kind `K` labelled as the operator's, each kept with its
+/// managedFields cleared and as `strip` leaves it (what the controller reads; the children's
+/// statuses, for one, are never read).
+fn labelled<K>(client: &Client, namespace: Option<&str>, strip: fn(&mut K)) -> Cached<K>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + k8s_openapi::Resource
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<K> = k8s::scoped(client, namespace);
+    let stream = watcher(
+        api,
+        watcher::Config::default().labels(&api::pods::managed_pods_selector()),
+    )
+    .default_backoff()
+    .modify(move |obj| {
+        obj.managed_fields_mut().clear();
+        strip(obj);
+    });
+    watch::cached(stream, K::KIND)
+}
+
+/// Applies the children of `redis` that differ from the caches, and deletes the Services of the
+/// other mode that it controls. No write at all when everything is as desired.
+pub async fn apply(client: &Client, stores: &Stores, redis: &Redis) -> Result<(), Error> {
+    let desired = desired(redis).ok_or(Error::IncompleteObject("name, namespace or uid"))?;
+    let namespace = k8s::namespace(&redis.metadata)?;
+    let uid = redis.metadata.uid.as_deref().unwrap_or_default();
+    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+    for service in &desired.services {
+        let name = service.name_any();
+        let current = stores
+            .services
+            .get(&ObjectRef::new(&name).within(namespace));
+        if service_differs(service, current.as_deref()) {
+            apply_forced(&services, &name, service).await?;
+        }
+    }
+    for name in &desired.absent_services {
+        let current = stores.services.get(&ObjectRef::new(name).within(namespace));
+        if let Some(current) = current.filter(|s| controlled_by(s.as_ref(), uid)) {
+            delete(&services, name, current.uid()).await?;
+        }
+    }
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), namespace);
+    let name = desired.pdb.name_any();
+    let current = stores.pdbs.get(&ObjectRef::new(&name).within(namespace));
+    if pdb_differs(&desired.pdb, current.as_deref()) {
+        apply_forced(&pdbs, &name, &desired.pdb).await?;
+    }
+    Ok(())
+}
+
+/// Deletes a child of the other mode, only the one seen in the cache (uid precondition).
+async fn delete<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let kind = K::kind(&());
+    let params = DeleteParams {
+        preconditions: uid.map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => {
+            tracing::info!(%kind, %name, "deleted: not used in this mode");
+            Ok(())
+        }
+        // Gone already, or replaced since the cache saw it: nothing of ours to delete.
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(source) => Err(Error::Child {
+            kind: kind.into_owned(),
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

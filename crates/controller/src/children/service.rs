@@ -1,0 +1,159 @@
+//! The Services of a Redis (DESIGN §3): `<name>` for clients (every pod in Standalone, the
+//! primary in Replication), `<name>-replicas` and `<name>-headless` in Replication; built, and
+//! compared with the cache on only the fields the controller sets. Pure.
+
+use super::meta::{metadata, metadata_differs};
+use api::exporter::{METRICS_PORT_NAME, SCRAPE_LABEL};
+use api::pods::{ROLE_PRIMARY, ROLE_REPLICA, role_selector, selector_labels};
+use api::{Mode, Redis};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+/// Name of the Services' port, and of the container port it targets.
+pub const PORT_NAME: &str = "redis";
+
+/// The Services a Redis may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceKind {
+    /// `<name>`: where clients connect (every pod, or the primary).
+    Client,
+    /// `<name>-replicas`: the replicas, for reads (Replication only).
+    Replicas,
+    /// `<name>-headless`: every pod's own DNS name (Replication only).
+    Headless,
+}
+
+impl ServiceKind {
+    pub const ALL: [ServiceKind; 3] = [
+        ServiceKind::Client,
+        ServiceKind::Replicas,
+        ServiceKind::Headless,
+    ];
+
+    /// The Service's name for the Redis `redis_name`.
+    pub fn name(self, redis_name: &str) -> String {
+        match self {
+            ServiceKind::Client => redis_name.to_owned(),
+            ServiceKind::Replicas => format!("{redis_name}-replicas"),
+            ServiceKind::Headless => format!("{redis_name}-headless"),
+        }
+    }
+
+    /// Whether a Redis in `mode` has this Service.
+    pub fn exists_in(self, mode: Mode) -> bool {
+        self == ServiceKind::Client || mode == Mode::Replication
+    }
+}
+
+/// The Service `kind` of `redis`, as the controller applies it.
+pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
+    let redis_name = redis.metadata.name.as_deref()?;
+    let mode = redis.spec.mode();
+    let selector = match (kind, mode) {
+        (ServiceKind::Client, Mode::Standalone) | (ServiceKind::Headless, _) => {
+            selector_labels(redis_name)
+        }
+        (ServiceKind::Client, Mode::Replication) => role_selector(redis_name, ROLE_PRIMARY),
+        (ServiceKind::Replicas, _) => role_selector(redis_name, ROLE_REPLICA),
+    };
+    let headless = kind == ServiceKind::Headless;
+    let mut metadata = metadata(redis, kind.name(redis_name))?;
+    let mut ports = vec![ServicePort {
+        name: Some(PORT_NAME.to_owned()),
+        port: redis.spec.port(),
+        // By name: the container port follows spec.port without the Service knowing.
+        target_port: Some(IntOrString::String(PORT_NAME.to_owned())),
+        protocol: Some("TCP".to_owned()),
+        ..ServicePort::default()
+    }];
+    if let Some(exporter) = redis.spec.exporter() {
+        ports.push(ServicePort {
+            name: Some(METRICS_PORT_NAME.to_owned()),
+            port: exporter.port(),
+            target_port: Some(IntOrString::String(METRICS_PORT_NAME.to_owned())),
+            protocol: Some("TCP".to_owned()),
+            ..ServicePort::default()
+        });
+        // The Service over every pod (the client one in Standalone mode, the headless one in
+        // Replication mode) is the one to scrape, so no pod is scraped twice.
+        let over_every_pod = matches!(
+            (kind, mode),
+            (ServiceKind::Client, Mode::Standalone) | (ServiceKind::Headless, Mode::Replication)
+        );
+        if over_every_pod && let Some(labels) = metadata.labels.as_mut() {
+            labels.insert(SCRAPE_LABEL.to_owned(), "true".to_owned());
+        }
+    }
+    Some(Service {
+        metadata,
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_owned()),
+            // Headless: DNS answers with the pod IPs, and keeps a name for a pod that is not
+            // Ready yet (a replica syncing from the primary must be reachable by name).
+            cluster_ip: headless.then(|| "None".to_owned()),
+            publish_not_ready_addresses: headless.then_some(true),
+            ports: Some(ports),
+            selector: Some(selector),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    })
+}
+
+/// The parts of a port the controller sets (the API server adds a nodePort to other types).
+fn port_key(port: &ServicePort) -> (Option<&str>, i32, Option<&IntOrString>, &str) {
+    (
+        port.name.as_deref(),
+        port.port,
+        port.target_port.as_ref(),
+        // The API server defaults the protocol to TCP.
+        port.protocol.as_deref().unwrap_or("TCP"),
+    )
+}
+
+/// Whether applying `desired` would change the Service `current` (the cache's copy, `None` when
+/// it does not exist). Only the fields the controller sets count: the API server fills in the
+/// rest (clusterIP, ipFamilies, sessionAffinity...), and those must not cause a write each pass.
+pub fn service_differs(desired: &Service, current: Option<&Service>) -> bool {
+    let Some(current) = current else {
+        return true;
+    };
+    let empty = ServiceSpec::default();
+    let want = desired.spec.as_ref().unwrap_or(&empty);
+    let have = current.spec.as_ref().unwrap_or(&empty);
+    let ports = |spec: &ServiceSpec| {
+        spec.ports
+            .iter()
+            .flatten()
+            .map(port_key)
+            .map(|(n, p, t, proto)| (n.map(str::to_owned), p, t.cloned(), proto.to_owned()))
+            .collect::<Vec<_>>()
+    };
+    // Optional fields compare only when we set them.
+    let set_differs = |want: &Option<String>, have: &Option<String>| want.is_some() && want != have;
+    metadata_differs(&desired.metadata, &current.metadata)
+        || set_differs(&want.type_, &have.type_)
+        || set_differs(&want.cluster_ip, &have.cluster_ip)
+        || (want.publish_not_ready_addresses.is_some()
+            && want.publish_not_ready_addresses != have.publish_not_ready_addresses)
+        // The selector is replaced as a whole (it is atomic), so it must match exactly: a
+        // mode switch back to Standalone removes the role label from it.
+        || want.selector.clone().unwrap_or_default() != have.selector.clone().unwrap_or_default()
+        || ports(want) != ports(have)
+}
+
+/// Keeps of a cached Service what [`service_differs`] compares (and the metadata): the API
+/// server's additions to the spec (cluster IPs, IP families, affinity, policies) and the status go.
+pub fn strip_service(service: &mut Service) {
+    service.status = None;
+    if let Some(spec) = service.spec.take() {
+        service.spec = Some(ServiceSpec {
+            type_: spec.type_,
+            cluster_ip: spec.cluster_ip,
+            publish_not_ready_addresses: spec.publish_not_ready_addresses,
+            selector: spec.selector,
+            ports: spec.ports,
+            ..ServiceSpec::default()
+        });
+    }
+}

@@ -1,0 +1,108 @@
+//! What every reconcile shares: the client, the caches, the Events recorder, the metrics and the
+//! per-Redis memories of each feature; and the one status write (DESIGN §3: through the status
+//! subresource, with the controller's field manager).
+
+use crate::Error;
+use crate::cached::CachedPod;
+use crate::k8s::FIELD_MANAGER;
+use crate::k8s::terminating::TerminatingNamespaces;
+use crate::metrics::Metrics;
+use crate::{auth, children, replication};
+use api::Redis;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    /// Pods labelled `app.kubernetes.io/managed-by=redis-operator`, as `cached` keeps them.
+    pub pods: Store<CachedPod>,
+    pub recorder: Recorder,
+    pub metrics: Arc<Metrics>,
+    /// Consecutive failures per Redis, for exponential backoff.
+    failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
+    terminating: Mutex<TerminatingNamespaces>,
+    /// Services, PodDisruptionBudgets and claims labelled as ours (see `children`).
+    pub children: children::Stores,
+    /// Replication mode: since when each primary has been unhealthy.
+    pub replication: replication::State,
+    /// The passwords of each Redis with auth (see `auth`).
+    pub auth: auth::State,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: Store<CachedPod>,
+        recorder: Recorder,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Context {
+            client,
+            pods,
+            recorder,
+            metrics,
+            failures: Mutex::default(),
+            terminating: Mutex::default(),
+            children: children::Stores::empty(),
+            replication: replication::State::default(),
+            auth: auth::State::default(),
+        }
+    }
+
+    /// The Secret metadata cache (`auth::watch`); without it, every password read is a GET.
+    pub fn with_secrets(mut self, secrets: Store<auth::SecretMeta>) -> Self {
+        self.auth = auth::State::with_secrets(secrets);
+        self
+    }
+
+    /// The caches of the Services and PodDisruptionBudgets (`children::watch`); without them,
+    /// every pass applies every child.
+    pub fn with_children(mut self, stores: children::Stores) -> Self {
+        self.children = stores;
+        self
+    }
+
+    pub(super) fn terminating(&self) -> MutexGuard<'_, TerminatingNamespaces> {
+        self.terminating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn failures(&self) -> MutexGuard<'_, HashMap<ObjectRef<DynamicObject>, u32>> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets what the features remember of the Redis of `uid` (deleted).
+    pub(super) fn forget(&self, uid: &str) {
+        self.replication.forget(uid);
+        self.auth.forget(uid);
+    }
+
+    /// Writes `status` (server-side apply on the status subresource, forced).
+    pub(super) async fn write_status(
+        &self,
+        redis: &Redis,
+        namespace: &str,
+        name: &str,
+        status: &api::RedisStatus,
+    ) -> Result<(), Error> {
+        let api: Api<Redis> = Api::namespaced(self.client.clone(), namespace);
+        let patch = serde_json::json!({
+            "apiVersion": Redis::api_version(&()),
+            "kind": Redis::kind(&()),
+            "status": status,
+        });
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch_status(name, &params, &Patch::Apply(&patch))
+            .await
+            .map_err(Error::Kube)?;
+        self.metrics.status_writes.inc();
+        tracing::debug!(redis = %name, uid = ?redis.metadata.uid, "status written");
+        Ok(())
+    }
+}

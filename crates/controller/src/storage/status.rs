@@ -1,0 +1,70 @@
+//! What persistence says in the status (DESIGN §3d): the `StorageResized` condition. Pure.
+
+use crate::k8s::conditions::condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// The condition saying whether every claim requests `spec.storage.size` (present only with
+/// `spec.storage`).
+pub const STORAGE_RESIZED: &str = "StorageResized";
+/// Its reason when a claim cannot grow because its StorageClass does not allow expansion.
+pub const EXPANSION_NOT_ALLOWED: &str = "ExpansionNotAllowed";
+
+/// What the claims came to in one pass, for the status and the Events.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ClaimsReport {
+    /// `spec.storage.size` as written.
+    pub size: String,
+    /// Claims that could not grow, with their StorageClass.
+    pub cannot_grow: Vec<(String, Option<String>)>,
+    /// Claims created, grown or deleted in this pass (for one Event).
+    pub written: Vec<String>,
+}
+
+/// The status with the `StorageResized` condition (only with `spec.storage`); the transition time
+/// is the stored one while the value stays.
+pub fn with_condition(
+    mut status: api::RedisStatus,
+    report: Option<&ClaimsReport>,
+    stored: Option<&api::RedisStatus>,
+    now: Time,
+) -> api::RedisStatus {
+    let Some(report) = report else {
+        return status;
+    };
+    let (value, reason, message) = if report.cannot_grow.is_empty() {
+        (
+            "True",
+            "SizeApplied",
+            format!("every claim requests {} or more", report.size),
+        )
+    } else {
+        let claims: Vec<String> = report
+            .cannot_grow
+            .iter()
+            .map(|(claim, class)| match class {
+                Some(class) => format!("{claim} (StorageClass {class})"),
+                None => format!("{claim} (no StorageClass)"),
+            })
+            .collect();
+        (
+            "False",
+            EXPANSION_NOT_ALLOWED,
+            format!(
+                "cannot grow {} to {}: the StorageClass does not allow volume expansion (allowVolumeExpansion); the pods keep their current volumes",
+                claims.join(", "),
+                report.size
+            ),
+        )
+    };
+    let generation = status.observed_generation;
+    status.conditions.push(condition(
+        stored,
+        STORAGE_RESIZED,
+        value,
+        reason,
+        message,
+        generation,
+        now,
+    ));
+    status
+}
