@@ -447,7 +447,6 @@ fn secret_key_problem(key: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `spec.podDisruptionBudget.maxUnavailable`: a count >= 0 or a percentage `0%`..`100%`.
 /// `spec.storage`: a size that is a quantity above zero, access modes a pod can write through.
 fn storage_violations(spec: &RedisSpec) -> Vec<Violation> {
     let Some(storage) = &spec.storage else {
@@ -509,6 +508,7 @@ fn storage_update_violations(new: &RedisSpec, old: &RedisSpec) -> Vec<Violation>
         .collect()
 }
 
+/// `spec.podDisruptionBudget.maxUnavailable`: a count >= 0 or a percentage `0%`..`100%`.
 fn pdb_violations(spec: &RedisSpec) -> Vec<Violation> {
     let Some(max) = spec
         .pod_disruption_budget
@@ -1151,7 +1151,6 @@ mod tests {
         assert!(Policy::default().validate_delete(&r).allowed());
     }
 
-    /// A Replication Redis that passes every rule without a warning.
     #[test]
     fn the_exporter_needs_a_valid_image_and_its_own_port() {
         let policy = Policy::default();
@@ -1208,6 +1207,7 @@ mod tests {
         );
     }
 
+    /// A Replication Redis that passes every rule without a warning.
     fn replicated(extra: serde_json::Value) -> Redis {
         let mut spec = json!({
             "replicas": 3, "image": "redis:7.2-alpine", "mode": "Replication",
