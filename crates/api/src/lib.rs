@@ -13,6 +13,7 @@ pub mod crd;
 pub mod defaults;
 pub mod exporter;
 pub mod pods;
+pub mod schema;
 pub mod storage;
 pub mod types;
 pub mod validation;

@@ -48,7 +48,7 @@ pub struct RetentionSpec {
 
 /// Keep or delete a claim.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::crd::field_describes_enum)]
+#[schemars(transform = crate::schema::field_describes_enum)]
 pub enum RetentionPolicy {
     /// Keep the claim and its volume.
     #[default]

@@ -14,20 +14,14 @@ use std::fmt;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
+// The schema's bounds, which these rules check too: defined in `crate::schema`, and still
+// reachable here (`api::validation::SCHEMA_*`) as before.
+pub use crate::schema::{SCHEMA_MAX_PORT, SCHEMA_MAX_REPLICAS, SCHEMA_MIN_PORT};
+
 /// Longest `Redis` name: it becomes the value of pod labels, which are limited to 63 characters.
 pub const MAX_NAME_LENGTH: usize = 63;
 /// Characters the API server appends to `metadata.generateName`.
 const GENERATED_SUFFIX_LENGTH: usize = 5;
-/// The port bounds (the tutorial's markers): the CRD schema's `spec.port` minimum and maximum
-/// are generated from these (see `types::RedisSpec`), and the webhook checks the same ones.
-pub const SCHEMA_MIN_PORT: i32 = 1234;
-pub const SCHEMA_MAX_PORT: i32 = 54321;
-/// The schema's hard ceiling on `spec.replicas` (generated from this, as the port bounds are),
-/// enforced by the API server even when the webhook is bypassed (down with `failurePolicy:
-/// Ignore`, or a write it is not sent). It bounds what the controller can be asked to plan: 100x
-/// the webhook's default `--max-replicas`, so no policy a user would choose is capped by it, yet
-/// `kubectl scale --replicas=2147483647` cannot make the planner build billions of pod steps.
-pub const SCHEMA_MAX_REPLICAS: i32 = 10_000;
 /// Bounds of `spec.replication.failoverAfter`: shorter fails over on a blip (a slow probe, a
 /// GC pause); longer leaves writes down for longer than anyone would choose.
 pub const MIN_FAILOVER_AFTER: Duration = Duration::from_secs(1);
