@@ -1,7 +1,9 @@
 //! The admission rules' tests (DESIGN §2), through the entry points of [`Policy`], as a
 //! `kubectl` user meets the rules.
 
+use super::image::{parse_image, parse_image_uncached};
 use super::*;
+use crate::DELETION_PROTECTION_ANNOTATION;
 use crate::types::RedisSpec;
 use serde_json::json;
 use std::collections::BTreeMap;
