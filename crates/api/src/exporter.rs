@@ -3,9 +3,9 @@
 //! the password from the auth Secret) and serving Prometheus metrics on a `metrics` port that the
 //! pod and the Services expose (DESIGN §3e).
 //!
-//! Whether the sidecar runs for a Redis is `RedisSpec::exporter` (in [`crate::defaults`]), and the
-//! exporter's admission rules are in [`crate::validation`]: both read the whole spec, which holds
-//! this type, so they cannot live here without an import circle.
+//! Whether the sidecar runs for a Redis is `RedisSpec::exporter` (in the `defaults` module), and
+//! the exporter's admission rules are in `validation`'s `exporter` module: both read the whole
+//! spec, which holds this type, so they cannot live here without an import circle.
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use schemars::JsonSchema;

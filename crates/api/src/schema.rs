@@ -1,6 +1,6 @@
 //! The bottom layer of the crate: what the CRD schema is generated with (DESIGN §1, the API and
 //! its schema). The bounds the API server enforces even when the webhook is bypassed, which the
-//! admission rules check too (`crate::validation`), and the schemars transform that keeps a
+//! admission rules check too (the `validation` module), and the schemars transform that keeps a
 //! field's description over its enum type's. It uses nothing else in the crate.
 
 /// The port bounds (the tutorial's markers): the CRD schema's `spec.port` minimum and maximum

@@ -1,5 +1,6 @@
 //! Persistence (`spec.storage`): the types, their defaults, and the pure rules about claims that
-//! the webhook and the controller share (DESIGN §3d).
+//! the webhook and the controller share (DESIGN §3d). The admission webhook reports the claim rules
+//! at their `spec.storage.*` paths through `validation`'s `storage` module.
 //!
 //! Each pod `<name>-<ordinal>` mounts the claim `data-<name>-<ordinal>` at /data, made from
 //! [`StorageSpec`] the first time the ordinal is needed. What happens to the claims when the Redis
