@@ -11,14 +11,6 @@ pub const COMMITTED_CRD_PATHS: [&str; 2] =
 
 const HEADER: &str = "# Generated from crates/api by `make manifests` (cargo run -p api --bin crdgen). Do not edit.\n";
 
-/// Drops an enum type's own description from its schema, so that `kubectl explain` shows the
-/// field's: kube inlines an `Option<Enum>` field's schema with the type's description over the
-/// field's (`mode` read "How the pods of a Redis relate to each other." instead of what each
-/// mode does). The type's doc comment stays for rustdoc.
-pub(crate) fn field_describes_enum(schema: &mut schemars::Schema) {
-    schema.remove("description");
-}
-
 /// The CRD as YAML, with a header saying where it comes from.
 pub fn crd_yaml() -> Result<String, Error> {
     let body = serde_norway::to_string(&Redis::crd()).map_err(Error::RenderCrd)?;
@@ -60,7 +52,7 @@ mod tests {
         // The hard ceiling the API server keeps even when the webhook is bypassed.
         assert_eq!(
             props["replicas"]["maximum"].as_f64(),
-            Some(f64::from(crate::validation::SCHEMA_MAX_REPLICAS))
+            Some(f64::from(crate::schema::SCHEMA_MAX_REPLICAS))
         );
         assert_eq!(props["image"]["minLength"], 1);
         let policies = props["imagePullPolicy"]["enum"]

@@ -2,6 +2,7 @@
 //! [`RedisSpec::missing_defaults`] names; the controller reads the effective values through the
 //! accessors, so a Redis stored while the webhook was down still runs with the same defaults.
 
+use crate::exporter::ExporterSpec;
 use crate::types::{AuthSpec, ImagePullPolicy, Mode, RedisSpec, ReplicationSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
@@ -172,6 +173,11 @@ impl RedisSpec {
     /// The Secret name and key of the password, when auth is on.
     pub fn auth_secret(&self) -> Option<(&str, &str)> {
         self.auth.as_ref().map(AuthSpec::secret)
+    }
+
+    /// The exporter settings when the sidecar runs.
+    pub fn exporter(&self) -> Option<&ExporterSpec> {
+        self.exporter.as_ref().filter(|e| e.enabled())
     }
 
     /// Effective `maxUnavailable` of the PodDisruptionBudget.
@@ -432,6 +438,17 @@ mod tests {
                 failover_after: Some("1m".into()),
             })
         );
+    }
+
+    #[test]
+    fn an_empty_block_runs_the_default_exporter_and_false_turns_it_off() {
+        let on: RedisSpec = spec(json!({"exporter": {}}));
+        let exporter = on.exporter().expect("on");
+        assert_eq!(exporter.image(), crate::exporter::DEFAULT_EXPORTER_IMAGE);
+        assert_eq!(exporter.port(), 9121);
+        let off: RedisSpec = spec(json!({"exporter": {"enabled": false, "port": 9200}}));
+        assert!(off.exporter().is_none());
+        assert!(RedisSpec::default().exporter().is_none());
     }
 
     /// Overwrites `into` with every value set in `from` (objects merged key by key).

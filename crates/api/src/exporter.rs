@@ -1,7 +1,11 @@
-//! The metrics exporter sidecar (`spec.exporter`, DESIGN §3e): the type, its effective values,
-//! and its rules. A `redis_exporter` container next to redis-server in every pod, reading it over
-//! localhost (with the password from the auth Secret) and serving Prometheus metrics on a `metrics`
-//! port that the pod and the Services expose (DESIGN §3e).
+//! The metrics exporter sidecar (`spec.exporter`, DESIGN §3e): the type and its effective values.
+//! A `redis_exporter` container next to redis-server in every pod, reading it over localhost (with
+//! the password from the auth Secret) and serving Prometheus metrics on a `metrics` port that the
+//! pod and the Services expose (DESIGN §3e).
+//!
+//! Whether the sidecar runs for a Redis is `RedisSpec::exporter` (in the `defaults` module), and
+//! the exporter's admission rules are in `validation`'s `exporter` module: both read the whole
+//! spec, which holds this type, so they cannot live here without an import circle.
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use schemars::JsonSchema;
@@ -55,32 +59,5 @@ impl ExporterSpec {
     /// The effective port.
     pub fn port(&self) -> i32 {
         self.port.unwrap_or(DEFAULT_EXPORTER_PORT)
-    }
-}
-
-impl crate::RedisSpec {
-    /// The exporter settings when the sidecar runs.
-    pub fn exporter(&self) -> Option<&ExporterSpec> {
-        self.exporter.as_ref().filter(|e| e.enabled())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_empty_block_runs_the_default_exporter_and_false_turns_it_off() {
-        let on: crate::RedisSpec =
-            serde_json::from_value(serde_json::json!({"exporter": {}})).expect("spec");
-        let exporter = on.exporter().expect("on");
-        assert_eq!(exporter.image(), DEFAULT_EXPORTER_IMAGE);
-        assert_eq!(exporter.port(), 9121);
-        let off: crate::RedisSpec = serde_json::from_value(
-            serde_json::json!({"exporter": {"enabled": false, "port": 9200}}),
-        )
-        .expect("spec");
-        assert!(off.exporter().is_none());
-        assert!(crate::RedisSpec::default().exporter().is_none());
     }
 }

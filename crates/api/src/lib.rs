@@ -2,17 +2,25 @@
 //! the admission webhook share. Nothing here performs I/O.
 //!
 //! Where each rule of DESIGN.md lives:
-//! - §1 the API and its schema: [`types`]; the CRD YAML: [`crd`].
-//! - §1 defaults (filled by the mutating webhook): [`defaults`].
-//! - §2 admission rules (validating webhook): [`validation`].
+//! - §1 the API and its schema: [`types`]; the schema's bounds and transforms: [`schema`]; the
+//!   CRD YAML: [`crd`].
+//! - §1 defaults (filled by the mutating webhook) and the effective values: [`defaults`].
+//! - §2 admission rules (validating webhook): [`validation`] (the policy, the entry points and
+//!   the ratchet), its private modules by part of the spec: `meta` (names, deletion protection),
+//!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e).
 //! - §3 pod names, labels and the selector: [`pods`].
-//! - §3d persistence (claims, retention, sizes): [`storage`].
+//! - §3d persistence (claims, retention, sizes, the claim rules): [`storage`].
 //! - §3e the metrics exporter sidecar: [`exporter`].
+//!
+//! The modules form layers, each using only those below it: [`schema`]; then [`types`] (which
+//! holds [`storage`]'s and [`exporter`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
+//! [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod crd;
 pub mod defaults;
 pub mod exporter;
 pub mod pods;
+pub mod schema;
 pub mod storage;
 pub mod types;
 pub mod validation;

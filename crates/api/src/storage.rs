@@ -1,5 +1,6 @@
 //! Persistence (`spec.storage`): the types, their defaults, and the pure rules about claims that
-//! the webhook and the controller share (DESIGN §3d).
+//! the webhook and the controller share (DESIGN §3d). The admission webhook reports the claim rules
+//! at their `spec.storage.*` paths through `validation`'s `storage` module.
 //!
 //! Each pod `<name>-<ordinal>` mounts the claim `data-<name>-<ordinal>` at /data, made from
 //! [`StorageSpec`] the first time the ordinal is needed. What happens to the claims when the Redis
@@ -48,7 +49,7 @@ pub struct RetentionSpec {
 
 /// Keep or delete a claim.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::crd::field_describes_enum)]
+#[schemars(transform = crate::schema::field_describes_enum)]
 pub enum RetentionPolicy {
     /// Keep the claim and its volume.
     #[default]

@@ -73,7 +73,7 @@ use serde::{Deserialize, Serialize};
 pub struct RedisSpec {
     /// Number of Redis server pods to run, named <name>-0 .. <name>-(replicas-1). Defaults to 1. Also settable with `kubectl scale redis/<name> --replicas=N`. At most 10000 (the admission webhook may allow fewer, by default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = crate::validation::SCHEMA_MAX_REPLICAS))]
+    #[schemars(range(min = 0, max = crate::schema::SCHEMA_MAX_REPLICAS))]
     pub replicas: Option<i32>,
 
     /// Container image that runs redis-server, e.g. "redis:7.2-alpine". Must be a valid image reference. Defaults to "redis:7.2-alpine".
@@ -84,8 +84,8 @@ pub struct RedisSpec {
     /// TCP port redis-server listens on inside each pod (`redis-server --port <port>`), also the containerPort and the port the probes use. 1234..54321 (the admission webhook may require more, by default >= 6379). Defaults to 6379.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(
-        min = crate::validation::SCHEMA_MIN_PORT,
-        max = crate::validation::SCHEMA_MAX_PORT
+        min = crate::schema::SCHEMA_MIN_PORT,
+        max = crate::schema::SCHEMA_MAX_PORT
     ))]
     pub port: Option<i32>,
 
@@ -124,7 +124,7 @@ pub struct RedisSpec {
 
 /// How the pods of a Redis relate to each other.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::crd::field_describes_enum)]
+#[schemars(transform = crate::schema::field_describes_enum)]
 pub enum Mode {
     /// Independent redis-servers, one per pod.
     #[default]
@@ -194,7 +194,7 @@ pub struct PodDisruptionBudgetSpec {
 
 /// When the kubelet pulls the container image (core/v1 `Container.imagePullPolicy`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = crate::crd::field_describes_enum)]
+#[schemars(transform = crate::schema::field_describes_enum)]
 pub enum ImagePullPolicy {
     Always,
     #[default]
@@ -277,8 +277,8 @@ mod tests {
     }
 
     #[test]
-    fn the_schema_bounds_and_their_descriptions_come_from_the_validation_constants() {
-        use crate::validation::{SCHEMA_MAX_PORT, SCHEMA_MAX_REPLICAS, SCHEMA_MIN_PORT};
+    fn the_schema_bounds_and_their_descriptions_come_from_the_schema_constants() {
+        use crate::schema::{SCHEMA_MAX_PORT, SCHEMA_MAX_REPLICAS, SCHEMA_MIN_PORT};
         let schema = serde_json::to_value(schemars::schema_for!(RedisSpec)).expect("schema");
         let props = &schema["properties"];
         assert_eq!(props["port"]["minimum"], json!(SCHEMA_MIN_PORT));

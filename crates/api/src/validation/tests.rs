@@ -1,0 +1,877 @@
+//! The admission rules' tests (DESIGN §2), through the entry points of [`Policy`], as a
+//! `kubectl` user meets the rules.
+
+use super::image::{parse_image, parse_image_uncached};
+use super::*;
+use crate::DELETION_PROTECTION_ANNOTATION;
+use crate::types::RedisSpec;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn redis(name: &str, spec: serde_json::Value) -> Redis {
+    let spec: RedisSpec = serde_json::from_value(spec).expect("test spec decodes");
+    let mut r = Redis::new(name, spec);
+    r.metadata.namespace = Some("default".into());
+    r
+}
+
+fn valid() -> Redis {
+    redis(
+        "my-op-redis",
+        json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 6379}),
+    )
+}
+
+fn fields(v: &Verdict) -> Vec<&str> {
+    v.violations.iter().map(|v| v.field.as_str()).collect()
+}
+
+#[test]
+fn create_accepts_a_valid_redis_without_warnings() {
+    let v = Policy::default().validate_create(&valid());
+    assert!(v.allowed(), "{}", v.message());
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+}
+
+#[test]
+fn create_accepts_an_empty_spec_through_its_defaults() {
+    let v = Policy::default().validate_create(&redis("r", json!({})));
+    assert!(v.allowed(), "{}", v.message());
+}
+
+#[test]
+fn reserved_name_is_refused_and_others_are_not() {
+    let v = Policy::default().validate_create(&redis("tangx-in", json!({})));
+    assert_eq!(
+        v.message(),
+        "metadata.name: \"tangx-in\" is a reserved name"
+    );
+    let policy = Policy {
+        reserved_names: vec!["a".into(), "b".into()],
+        ..Policy::default()
+    };
+    assert!(!policy.validate_create(&redis("b", json!({}))).allowed());
+    assert!(
+        policy
+            .validate_create(&redis("tangx-in", json!({})))
+            .allowed(),
+        "list is configurable"
+    );
+    assert!(
+        Policy::default()
+            .validate_create(&redis("tangx-in-2", json!({})))
+            .allowed()
+    );
+}
+
+#[test]
+fn port_below_min_port_is_refused_with_value() {
+    let v = Policy::default().validate_create(&redis("r", json!({"port": 6000})));
+    assert_eq!(v.message(), "spec.port: must be >= 6379, got 6000");
+    assert!(
+        Policy::default()
+            .validate_create(&redis("r", json!({"port": 6379})))
+            .allowed()
+    );
+    assert!(
+        Policy::default()
+            .validate_create(&redis("r", json!({"port": 54321})))
+            .allowed()
+    );
+}
+
+#[test]
+fn min_port_is_configurable_and_applies_to_the_default_port() {
+    let policy = Policy {
+        min_port: 7000,
+        ..Policy::default()
+    };
+    let v = policy.validate_create(&redis("r", json!({})));
+    assert_eq!(
+        v.message(),
+        "spec.port: must be >= 7000, got 6379 (the default)"
+    );
+    let lax = Policy {
+        min_port: 2000,
+        ..Policy::default()
+    };
+    assert!(
+        lax.validate_create(&redis("r", json!({"port": 6000})))
+            .allowed()
+    );
+}
+
+#[test]
+fn schema_port_bounds_hold_even_with_a_lax_policy() {
+    let lax = Policy {
+        min_port: 0,
+        ..Policy::default()
+    };
+    assert_eq!(
+        lax.validate_create(&redis("r", json!({"port": 1000})))
+            .message(),
+        "spec.port: must be >= 1234, got 1000"
+    );
+    assert_eq!(
+        lax.validate_create(&redis("r", json!({"port": 60000})))
+            .message(),
+        "spec.port: must be <= 54321, got 60000"
+    );
+}
+
+#[test]
+fn long_names_are_refused() {
+    let ok = "a".repeat(63);
+    let long = "a".repeat(64);
+    assert!(
+        Policy::default()
+            .validate_create(&redis(&ok, json!({})))
+            .allowed()
+    );
+    let v = Policy::default().validate_create(&redis(&long, json!({})));
+    assert_eq!(fields(&v), vec!["metadata.name"]);
+    assert!(
+        v.message().contains("no more than 63 characters"),
+        "{}",
+        v.message()
+    );
+}
+
+#[test]
+fn generate_name_must_leave_room_for_the_suffix() {
+    let mut r = redis("", json!({}));
+    r.metadata.name = None;
+    r.metadata.generate_name = Some("a".repeat(58));
+    assert!(Policy::default().validate_create(&r).allowed());
+    r.metadata.generate_name = Some("a".repeat(59));
+    assert_eq!(
+        fields(&Policy::default().validate_create(&r)),
+        vec!["metadata.generateName"]
+    );
+}
+
+#[test]
+fn remembered_image_answers_are_the_fresh_ones() {
+    let long = format!("redis:{}", "a".repeat(600));
+    let images: Vec<String> = [
+        "redis",
+        "redis:latest",
+        "redis:7",
+        "Redis:7",
+        "",
+        "r@sha256:ab",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain((0..600).map(|i| format!("registry.local/redis-{i}:7")))
+    .chain([long])
+    .collect();
+    // Twice: the second round answers from memory, after it has been emptied at least once.
+    for _ in 0..2 {
+        for image in &images {
+            assert_eq!(parse_image(image), parse_image_uncached(image), "{image}");
+        }
+    }
+}
+
+#[test]
+fn image_references_are_checked_properly() {
+    for good in [
+        "redis",
+        "redis:7.2-alpine",
+        "library/redis:7",
+        "docker.io/library/redis:7.2",
+        "localhost:5000/team/redis:1.0",
+        "ghcr.io/acme/redis@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    ] {
+        let v = Policy::default().validate_create(&redis("r", json!({"image": good})));
+        assert!(v.allowed(), "{good}: {}", v.message());
+    }
+    for bad in [
+        "Redis:7",
+        "redis:",
+        "redis::7",
+        "redis 7",
+        " redis",
+        "redis@sha256:abc",
+        "-redis",
+    ] {
+        let v = Policy::default().validate_create(&redis("r", json!({"image": bad})));
+        assert_eq!(fields(&v), vec!["spec.image"], "{bad} should be refused");
+        assert!(
+            v.message().contains("is not a valid image reference"),
+            "{}",
+            v.message()
+        );
+    }
+    let v = Policy::default().validate_create(&redis("r", json!({"image": ""})));
+    assert_eq!(v.message(), "spec.image: must not be empty");
+    // As Go's distribution/reference (what containerd and the kubelet use) reads them.
+    for (image, allowed) in [
+        ("[::1]:5000/redis:7", true),
+        ("registry.example.com:443/a/b/c:v1_2.3-x", true),
+        ("redis:é", false),
+        (
+            "redis@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+            false,
+        ),
+        ("redis@md5:0123456789abcdef0123456789abcdef", false),
+        ("a__b/c---d:1", true),
+        ("a___b:1", false),
+        (&format!("{}:1", "a".repeat(256)), false),
+    ] {
+        let v = Policy::default().validate_create(&redis("r", json!({"image": image})));
+        assert_eq!(v.allowed(), allowed, "{image}: {}", v.message());
+    }
+}
+
+#[test]
+fn latest_is_no_tag_or_the_latest_tag_without_a_digest() {
+    let latest = |image: &str| parse_image_uncached(image).map(|f| f.latest);
+    assert_eq!(latest("redis"), Ok(true));
+    assert_eq!(latest("redis:latest"), Ok(true));
+    assert_eq!(latest("redis:7"), Ok(false));
+    let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    assert_eq!(latest(&format!("redis@{digest}")), Ok(false));
+    assert_eq!(latest(&format!("redis:latest@{digest}")), Ok(false));
+}
+
+#[test]
+fn replicas_above_the_maximum_are_refused() {
+    let v = Policy::default().validate_create(&redis("r", json!({"replicas": 101})));
+    assert_eq!(v.message(), "spec.replicas: must be <= 100, got 101");
+    assert!(
+        Policy::default()
+            .validate_create(&redis("r", json!({"replicas": 100})))
+            .allowed()
+    );
+    let small = Policy {
+        max_replicas: 3,
+        ..Policy::default()
+    };
+    assert!(
+        !small
+            .validate_create(&redis("r", json!({"replicas": 4})))
+            .allowed()
+    );
+    let v = Policy::default().validate_create(&redis("r", json!({"replicas": -1})));
+    assert_eq!(v.message(), "spec.replicas: must be >= 0, got -1");
+}
+
+#[test]
+fn a_denial_lists_every_violation() {
+    let v = Policy::default().validate_create(&redis(
+        "tangx-in",
+        json!({"replicas": 500, "image": "Bad Image", "port": 6000}),
+    ));
+    assert_eq!(
+        fields(&v),
+        vec!["metadata.name", "spec.replicas", "spec.image", "spec.port"]
+    );
+    assert_eq!(v.message().matches("; ").count(), 3);
+}
+
+#[test]
+fn latest_and_untagged_images_warn_but_pass() {
+    for (image, hint) in [
+        ("redis:latest", "uses the :latest tag"),
+        ("redis", "has no tag"),
+    ] {
+        let v = Policy::default().validate_create(&redis("r", json!({"image": image})));
+        assert!(v.allowed());
+        assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+        assert!(
+            v.warnings[0].starts_with("spec.image:") && v.warnings[0].contains(hint),
+            "{:?}",
+            v.warnings
+        );
+    }
+    let pinned = "redis@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    assert!(
+        Policy::default()
+            .validate_create(&redis("r", json!({"image": pinned})))
+            .warnings
+            .is_empty()
+    );
+}
+
+#[test]
+fn zero_replicas_warn_but_pass() {
+    let v = Policy::default().validate_create(&redis("r", json!({"replicas": 0})));
+    assert!(v.allowed());
+    assert_eq!(
+        v.warnings,
+        vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
+    );
+}
+
+#[test]
+fn update_applies_the_field_rules_to_the_new_object() {
+    let old = valid();
+    let new = redis(
+        "my-op-redis",
+        json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 6000}),
+    );
+    let v = Policy::default().validate_update(&new, &old);
+    assert_eq!(v.message(), "spec.port: must be >= 6379, got 6000");
+    assert!(Policy::default().validate_update(&valid(), &old).allowed());
+}
+
+#[test]
+fn update_lets_an_unchanged_stored_violation_through_with_a_warning() {
+    // Stored when the policy allowed port 6000; the policy has since been tightened.
+    let old = redis(
+        "my-op-redis",
+        json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 6000}),
+    );
+    let mut new = old.clone();
+    new.metadata.finalizers = Some(vec![]);
+    let v = Policy::default().validate_update(&new, &old);
+    assert!(v.allowed(), "{}", v.message());
+    assert!(
+        v.warnings
+            .iter()
+            .any(|w| w.starts_with("spec.port: must be >= 6379, got 6000 (allowed")),
+        "{:?}",
+        v.warnings
+    );
+    // ...but changing it to another bad value is refused.
+    let worse = redis(
+        "my-op-redis",
+        json!({"replicas": 2, "image": "redis:7.2-alpine", "port": 5000}),
+    );
+    assert_eq!(
+        Policy::default().validate_update(&worse, &old).message(),
+        "spec.port: must be >= 6379, got 5000"
+    );
+}
+
+#[test]
+fn update_ratchets_on_the_effective_value_not_the_message() {
+    // Stored without `port` (webhook bypassed), then `--min-port` raised: the mutating
+    // webhook fills the default 6379 on the next UPDATE (the finalizer's removal too).
+    let policy = Policy {
+        min_port: 7000,
+        ..Policy::default()
+    };
+    let old = redis("r", json!({"replicas": 1}));
+    let mut new = redis("r", json!({"replicas": 1, "port": 6379}));
+    new.metadata.finalizers = Some(vec![]);
+    let v = policy.validate_update(&new, &old);
+    assert!(v.allowed(), "{}", v.message());
+    assert!(
+        v.warnings
+            .iter()
+            .any(|w| w.starts_with("spec.port: must be >= 7000, got 6379 (allowed")),
+        "{:?}",
+        v.warnings
+    );
+    // The other way round too: written 6379, now unset.
+    let v = policy.validate_update(&old, &new);
+    assert!(v.allowed(), "{}", v.message());
+    // A different value is still judged.
+    let moved = redis("r", json!({"replicas": 1, "port": 6380}));
+    assert_eq!(
+        policy.validate_update(&moved, &old).message(),
+        "spec.port: must be >= 7000, got 6380"
+    );
+}
+
+#[test]
+fn replicas_above_the_schema_ceiling_are_refused_whatever_the_policy() {
+    let lax = Policy {
+        max_replicas: i32::MAX,
+        ..Policy::default()
+    };
+    assert!(
+        lax.validate_create(&redis("r", json!({"replicas": SCHEMA_MAX_REPLICAS})))
+            .allowed()
+    );
+    assert_eq!(
+        lax.validate_create(&redis("r", json!({"replicas": i32::MAX})))
+            .message(),
+        format!("spec.replicas: must be <= 10000, got {}", i32::MAX)
+    );
+}
+
+#[test]
+fn scale_is_judged_by_the_replicas_rules() {
+    let policy = Policy::default();
+    assert!(policy.validate_scale(100, Some(1)).allowed());
+    let v = policy.validate_scale(2_147_483_647, Some(1));
+    assert_eq!(v.message(), "spec.replicas: must be <= 100, got 2147483647");
+    assert_eq!(fields(&v), vec!["spec.replicas"]);
+    assert_eq!(
+        policy.validate_scale(-1, Some(1)).message(),
+        "spec.replicas: must be >= 0, got -1"
+    );
+    // Ratcheted on the stored value, as an UPDATE of the Redis is.
+    let v = policy.validate_scale(200, Some(200));
+    assert!(v.allowed(), "{}", v.message());
+    assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+    assert!(!policy.validate_scale(200, None).allowed());
+    assert_eq!(
+        policy.validate_scale(0, Some(1)).warnings,
+        vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
+    );
+}
+
+#[test]
+fn delete_is_refused_only_while_protected() {
+    let mut r = valid();
+    assert!(Policy::default().validate_delete(&r).allowed());
+    r.metadata.annotations = Some(BTreeMap::from([(
+        DELETION_PROTECTION_ANNOTATION.to_owned(),
+        "true".to_owned(),
+    )]));
+    let v = Policy::default().validate_delete(&r);
+    assert_eq!(
+        fields(&v),
+        vec!["metadata.annotations[myapp.tangx.in/deletion-protection]"]
+    );
+    assert!(
+        v.message()
+            .contains("kubectl annotate redis/my-op-redis myapp.tangx.in/deletion-protection-")
+    );
+    r.metadata.annotations = Some(BTreeMap::from([(
+        DELETION_PROTECTION_ANNOTATION.to_owned(),
+        "false".to_owned(),
+    )]));
+    assert!(Policy::default().validate_delete(&r).allowed());
+}
+
+#[test]
+fn delete_ignores_field_rules() {
+    // An object stored with a now-invalid spec can still be deleted.
+    let r = redis("tangx-in", json!({"port": 1000}));
+    assert!(Policy::default().validate_delete(&r).allowed());
+}
+
+#[test]
+fn the_exporter_needs_a_valid_image_and_its_own_port() {
+    let policy = Policy::default();
+    assert!(
+        policy
+            .validate_create(&redis("r", json!({"exporter": {}})))
+            .allowed()
+    );
+    let clash = redis("r", json!({"port": 9121, "exporter": {}}));
+    assert_eq!(
+        fields(&policy.validate_create(&clash)),
+        ["spec.exporter.port"]
+    );
+    let bad = redis(
+        "r",
+        json!({"exporter": {"image": "Not An Image", "enabled": false}}),
+    );
+    assert_eq!(
+        fields(&policy.validate_create(&bad)),
+        ["spec.exporter.image"]
+    );
+}
+
+#[test]
+fn storage_sizes_are_checked_and_only_grow() {
+    let policy = Policy::default();
+    let bad = redis(
+        "r",
+        json!({"storage": {"size": "lots", "accessModes": ["ReadOnlyMany"]}}),
+    );
+    let verdict = policy.validate_create(&bad);
+    assert_eq!(
+        fields(&verdict),
+        ["spec.storage.size", "spec.storage.accessModes[0]"]
+    );
+    let small = redis("r", json!({"storage": {"size": "1Gi"}}));
+    let big = redis("r", json!({"storage": {"size": "2Gi"}}));
+    assert!(policy.validate_update(&big, &small).allowed());
+    let shrink = policy.validate_update(&small, &big);
+    assert_eq!(fields(&shrink), ["spec.storage.size"]);
+    assert!(
+        shrink.message().contains("cannot shrink from 2Gi to 1Gi"),
+        "{}",
+        shrink.message()
+    );
+    let added = policy.validate_update(&small, &redis("r", json!({})));
+    assert!(added.allowed());
+    assert!(
+        added
+            .warnings
+            .iter()
+            .any(|w| w.contains("new, empty claims")),
+        "{added:?}"
+    );
+}
+
+/// A Replication Redis that passes every rule without a warning.
+fn replicated(extra: serde_json::Value) -> Redis {
+    let mut spec = json!({
+        "replicas": 3, "image": "redis:7.2-alpine", "mode": "Replication",
+        "auth": {"secretRef": {"name": "my-redis-auth"}}
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    redis("r", spec)
+}
+
+#[test]
+fn a_replication_redis_with_auth_passes_quietly() {
+    let v = Policy::default().validate_create(&replicated(json!({})));
+    assert!(v.allowed(), "{}", v.message());
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    let v = Policy::default().validate_create(&replicated(json!({"replication": {
+        "minReplicasToWrite": 2, "minReplicasMaxLag": 1, "failoverAfter": "1h"
+    }})));
+    assert!(v.allowed(), "{}", v.message());
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+}
+
+#[test]
+fn replication_needs_a_pod() {
+    let v = Policy::default().validate_create(&replicated(json!({"replicas": 0})));
+    assert_eq!(
+        v.message(),
+        "spec.replicas: must be >= 1 in Replication mode (one pod is the primary), got 0"
+    );
+    // Standalone may run no pods (with its warning).
+    let v = Policy::default().validate_create(&redis("r", json!({"replicas": 0})));
+    assert!(v.allowed(), "{}", v.message());
+    let v = Policy::default()
+        .validate_create(&redis("r", json!({"replicas": 0, "mode": "Standalone"})));
+    assert!(v.allowed(), "{}", v.message());
+}
+
+#[test]
+fn failover_after_must_parse_and_lie_between_1s_and_1h() {
+    for good in ["1s", "10s", "1m30s", "500ms 1s", "1h", "60m"] {
+        let v = Policy::default()
+            .validate_create(&replicated(json!({"replication": {"failoverAfter": good}})));
+        assert!(v.allowed(), "{good}: {}", v.message());
+    }
+    for (bad, says) in [
+        (
+            "soon",
+            "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"soon\"",
+        ),
+        (
+            "10",
+            "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"10\"",
+        ),
+        (
+            "",
+            "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"\"",
+        ),
+        ("999ms", "must be between 1s and 1h, got \"999ms\""),
+        ("0s", "must be between 1s and 1h, got \"0s\""),
+        ("1h1s", "must be between 1s and 1h, got \"1h1s\""),
+        (
+            "99999999999999999999s",
+            "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"99999999999999999999s\"",
+        ),
+    ] {
+        let v = Policy::default()
+            .validate_create(&replicated(json!({"replication": {"failoverAfter": bad}})));
+        assert_eq!(fields(&v), vec!["spec.replication.failoverAfter"], "{bad}");
+        assert_eq!(v.violations[0].message, says, "{bad}");
+    }
+}
+
+#[test]
+fn replication_counts_have_their_minimums() {
+    let v = Policy::default().validate_create(&replicated(json!({"replication": {
+        "minReplicasToWrite": -1, "minReplicasMaxLag": 0
+    }})));
+    assert_eq!(
+        v.message(),
+        "spec.replication.minReplicasToWrite: must be >= 0, got -1; \
+         spec.replication.minReplicasMaxLag: must be >= 1 (seconds), got 0"
+    );
+}
+
+#[test]
+fn replication_values_are_checked_in_standalone_mode_too() {
+    // Ignored while Standalone, but they would take effect on a switch of mode.
+    let v = Policy::default()
+        .validate_create(&redis("r", json!({"replication": {"failoverAfter": "2h"}})));
+    assert_eq!(fields(&v), vec!["spec.replication.failoverAfter"]);
+}
+
+#[test]
+fn secret_names_must_be_dns_subdomains() {
+    let name_ok = |name: &str| {
+        Policy::default()
+            .validate_create(&replicated(json!({"auth": {"secretRef": {"name": name}}})))
+    };
+    for good in ["a", "my-redis-auth", "auth.v2", "0", &"a".repeat(253)] {
+        let v = name_ok(good);
+        assert!(v.allowed(), "{good}: {}", v.message());
+    }
+    for bad in ["My-Auth", "-a", "a-", "a..b", ".a", "a.", "a_b", "a b", ""] {
+        let v = name_ok(bad);
+        assert_eq!(fields(&v), vec!["spec.auth.secretRef.name"], "{bad}");
+    }
+    assert_eq!(
+        name_ok("My-Auth").message(),
+        "spec.auth.secretRef.name: must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"My-Auth\""
+    );
+    assert_eq!(
+        name_ok(&"a".repeat(254)).message(),
+        "spec.auth.secretRef.name: must be no more than 253 characters, got 254"
+    );
+}
+
+#[test]
+fn secret_keys_must_be_valid_data_keys() {
+    let key_ok = |key: &str| {
+        Policy::default().validate_create(&replicated(
+            json!({"auth": {"secretRef": {"name": "s", "key": key}}}),
+        ))
+    };
+    for good in [
+        "password",
+        "redis.pw",
+        "A_b-1",
+        "x",
+        ".pw",
+        &"k".repeat(253),
+    ] {
+        let v = key_ok(good);
+        assert!(v.allowed(), "{good}: {}", v.message());
+    }
+    for bad in [
+        "",
+        "a/b",
+        "pass word",
+        "ü",
+        ".",
+        "..",
+        "..pw",
+        &"k".repeat(254),
+    ] {
+        let v = key_ok(bad);
+        assert_eq!(fields(&v), vec!["spec.auth.secretRef.key"], "{bad}");
+    }
+    assert_eq!(
+        key_ok("a/b").message(),
+        "spec.auth.secretRef.key: must be a valid Secret key (letters, digits, '-', '_' and '.'), got \"a/b\""
+    );
+    // The default key is valid, and auth rules apply in Standalone mode too.
+    let v = Policy::default()
+        .validate_create(&redis("r", json!({"auth": {"secretRef": {"name": "Bad"}}})));
+    assert_eq!(fields(&v), vec!["spec.auth.secretRef.name"]);
+}
+
+#[test]
+fn max_unavailable_is_a_count_or_a_percentage() {
+    let pdb = |max: serde_json::Value| {
+        Policy::default().validate_create(&redis(
+            "r",
+            json!({"podDisruptionBudget": {"maxUnavailable": max}}),
+        ))
+    };
+    for good in [
+        json!(0),
+        json!(1),
+        json!(500),
+        json!("0%"),
+        json!("25%"),
+        json!("100%"),
+        json!("050%"),
+    ] {
+        let v = pdb(good.clone());
+        assert!(v.allowed(), "{good}: {}", v.message());
+    }
+    assert_eq!(
+        pdb(json!(-1)).message(),
+        "spec.podDisruptionBudget.maxUnavailable: must be >= 0, got -1"
+    );
+    for bad in [
+        "101%",
+        "1",
+        "%",
+        "-5%",
+        "+5%",
+        "5 %",
+        "5.5%",
+        "abc",
+        "",
+        "99999999999999999999999%",
+    ] {
+        let v = pdb(json!(bad));
+        assert_eq!(
+            fields(&v),
+            vec!["spec.podDisruptionBudget.maxUnavailable"],
+            "{bad}"
+        );
+        assert_eq!(
+            v.violations[0].message,
+            format!(
+                "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got {bad:?}"
+            )
+        );
+    }
+    assert!(
+        Policy::default()
+            .validate_create(&redis("r", json!({"podDisruptionBudget": {}})))
+            .allowed()
+    );
+}
+
+#[test]
+fn a_denial_lists_every_new_violation_too() {
+    let v = Policy::default().validate_create(&redis(
+        "r",
+        json!({
+            "replicas": 0, "mode": "Replication",
+            "replication": {"minReplicasToWrite": -1, "minReplicasMaxLag": 0, "failoverAfter": "2h"},
+            "auth": {"secretRef": {"name": "Bad", "key": "a/b"}},
+            "podDisruptionBudget": {"maxUnavailable": "200%"}
+        }),
+    ));
+    assert_eq!(
+        fields(&v),
+        vec![
+            "spec.replicas",
+            "spec.replication.minReplicasToWrite",
+            "spec.replication.minReplicasMaxLag",
+            "spec.replication.failoverAfter",
+            "spec.auth.secretRef.name",
+            "spec.auth.secretRef.key",
+            "spec.podDisruptionBudget.maxUnavailable",
+        ]
+    );
+}
+
+#[test]
+fn replication_warnings() {
+    let warns = |r: Redis| Policy::default().validate_create(&r).warnings;
+    let one = warns(replicated(json!({"replicas": 1})));
+    assert_eq!(one.len(), 1, "{one:?}");
+    assert!(
+        one[0].starts_with("spec.replicas: 1 in Replication mode")
+            && one[0].contains("no failover is possible"),
+        "{one:?}"
+    );
+
+    let open = warns(redis(
+        "r",
+        json!({"replicas": 3, "image": "redis:7", "mode": "Replication"}),
+    ));
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert!(
+        open[0].starts_with("spec.auth: not set in Replication mode")
+            && open[0].contains("any pod that can reach the pods can read and write"),
+        "{open:?}"
+    );
+
+    let strict = warns(replicated(
+        json!({"replication": {"minReplicasToWrite": 3}}),
+    ));
+    assert_eq!(
+        strict,
+        vec!["spec.replication.minReplicasToWrite: 3 is more than the 2 replica(s) of 3 pods, so writes will be refused".to_owned()]
+    );
+    assert!(
+        warns(replicated(
+            json!({"replication": {"minReplicasToWrite": 2}})
+        ))
+        .is_empty()
+    );
+    // Two pods with a single required replica is fine; one pod with one is not.
+    assert!(
+        warns(replicated(
+            json!({"replicas": 2, "replication": {"minReplicasToWrite": 1}})
+        ))
+        .is_empty()
+    );
+    assert_eq!(
+        warns(replicated(
+            json!({"replicas": 1, "replication": {"minReplicasToWrite": 1}})
+        ))
+        .len(),
+        2
+    );
+    // Refused anyway with no pods: no replication warning piled on the denial.
+    let v = Policy::default().validate_create(&replicated(json!({"replicas": 0})));
+    assert_eq!(
+        v.warnings,
+        vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
+    );
+}
+
+#[test]
+fn standalone_stays_quiet_about_auth_and_warns_about_ignored_replication() {
+    // The tutorial's Redis has no auth: no warning about it.
+    let v = Policy::default().validate_create(&valid());
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    let v = Policy::default().validate_create(&redis(
+        "r",
+        json!({"replicas": 1, "image": "redis:7", "mode": "Standalone"}),
+    ));
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    for spec in [
+        json!({"image": "redis:7", "replication": {"failoverAfter": "30s"}}),
+        json!({"image": "redis:7", "mode": "Standalone", "replication": {}}),
+    ] {
+        let v = Policy::default().validate_create(&redis("r", spec.clone()));
+        assert!(v.allowed(), "{spec}: {}", v.message());
+        assert_eq!(
+            v.warnings,
+            vec!["spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)".to_owned()],
+            "{spec}"
+        );
+    }
+}
+
+#[test]
+fn update_ratchets_the_new_rules_on_field_and_value() {
+    // Stored before these rules (or with the webhook bypassed).
+    let old = replicated(json!({
+        "replicas": 0,
+        "replication": {"failoverAfter": "2h"},
+        "auth": {"secretRef": {"name": "Old_Name"}},
+        "podDisruptionBudget": {"maxUnavailable": "150%"}
+    }));
+    // The controller removing its finalizer, or the mutating webhook filling defaults.
+    let mut same = replicated(json!({
+        "replicas": 0,
+        "replication": {"failoverAfter": "2h", "minReplicasToWrite": 0, "minReplicasMaxLag": 10},
+        "auth": {"secretRef": {"name": "Old_Name", "key": "password"}},
+        "podDisruptionBudget": {"maxUnavailable": "150%"}
+    }));
+    same.metadata.finalizers = Some(vec![]);
+    let v = Policy::default().validate_update(&same, &old);
+    assert!(v.allowed(), "{}", v.message());
+    assert_eq!(
+        v.warnings
+            .iter()
+            .filter(|w| w.contains("(allowed because the stored object already has this value"))
+            .count(),
+        4,
+        "{:?}",
+        v.warnings
+    );
+    // Any changed value is judged.
+    let changed = replicated(json!({
+        "replicas": 0,
+        "replication": {"failoverAfter": "3h"},
+        "auth": {"secretRef": {"name": "Other_Name"}},
+        "podDisruptionBudget": {"maxUnavailable": "-1%"}
+    }));
+    let v = Policy::default().validate_update(&changed, &old);
+    assert_eq!(
+        fields(&v),
+        vec![
+            "spec.replication.failoverAfter",
+            "spec.auth.secretRef.name",
+            "spec.podDisruptionBudget.maxUnavailable"
+        ]
+    );
+    // Zero pods stored in Standalone mode do not let a switch to Replication through.
+    let standalone = redis("r", json!({"replicas": 0}));
+    let v = Policy::default().validate_update(&replicated(json!({"replicas": 0})), &standalone);
+    assert_eq!(fields(&v), vec!["spec.replicas"]);
+}
