@@ -1,0 +1,305 @@
+//! Tests of `pods::build`.
+
+use super::*;
+use serde_json::json;
+
+#[test]
+fn the_exporter_sidecar_reads_redis_over_localhost_with_the_secrets_password() {
+    let r = redis(json!({
+        "port": 7000,
+        "auth": {"secretRef": {"name": "pw"}},
+        "exporter": {"port": 9200},
+    }));
+    let spec = pod_spec(&r.spec);
+    assert_eq!(spec.containers.len(), 2);
+    let exporter = &spec.containers[1];
+    assert_eq!(exporter.name, "exporter");
+    assert_eq!(
+        exporter.image.as_deref(),
+        Some(api::exporter::DEFAULT_EXPORTER_IMAGE)
+    );
+    let env = exporter.env.clone().unwrap_or_default();
+    let value = |n: &str| env.iter().find(|e| e.name == n).cloned();
+    assert_eq!(
+        value("REDIS_ADDR").and_then(|e| e.value).as_deref(),
+        Some("redis://localhost:7000")
+    );
+    let password = value("REDIS_PASSWORD")
+        .and_then(|e| e.value_from)
+        .expect("from the Secret");
+    assert_eq!(
+        password.secret_key_ref.map(|s| s.name).as_deref(),
+        Some("pw")
+    );
+    let ports = exporter.ports.clone().unwrap_or_default();
+    assert_eq!(
+        (ports[0].name.as_deref(), ports[0].container_port),
+        (Some("metrics"), 9200)
+    );
+    assert!(
+        exporter.readiness_probe.is_none(),
+        "an exporter never takes Redis out of service"
+    );
+    let off = redis(json!({"exporter": {"enabled": false}}));
+    assert_eq!(pod_spec(&off.spec).containers.len(), 1);
+}
+
+#[test]
+fn with_storage_each_pod_mounts_its_own_claim_and_the_hash_is_shared() {
+    let r = redis(json!({"replicas": 2, "storage": {"size": "1Gi", "appendOnly": true}}));
+    let spec = pod_spec(&r.spec);
+    let hash = spec_hash(&spec);
+    let claim_of = |ordinal| {
+        let pod = desired_pod(&r, ordinal, &spec, &hash).expect("pod");
+        let volumes = pod.spec.and_then(|s| s.volumes).expect("volumes");
+        volumes[0]
+            .persistent_volume_claim
+            .as_ref()
+            .map(|c| c.claim_name.clone())
+    };
+    assert_eq!(claim_of(0).as_deref(), Some("data-my-op-redis-0"));
+    assert_eq!(claim_of(1).as_deref(), Some("data-my-op-redis-1"));
+    let args = spec.containers[0].args.clone().unwrap_or_default();
+    assert!(args.windows(2).any(|w| w == ["--dir", "/data"]), "{args:?}");
+    assert!(
+        args.windows(2).any(|w| w == ["--appendonly", "yes"]),
+        "{args:?}"
+    );
+    // Without storage: the emptyDir, and a different hash (pods are replaced onto claims).
+    let plain = pod_spec(&redis(json!({"replicas": 2})).spec);
+    assert!(
+        plain.volumes.as_ref().expect("volumes")[0]
+            .empty_dir
+            .is_some()
+    );
+    assert_ne!(spec_hash(&plain), hash);
+}
+
+fn redis(spec: serde_json::Value) -> Redis {
+    let mut r = Redis::new("my-op-redis", serde_json::from_value(spec).expect("spec"));
+    r.metadata.namespace = Some("ns".into());
+    r.metadata.uid = Some("8d6f".into());
+    r
+}
+
+#[test]
+fn pod_runs_redis_server_on_the_port_with_probes() {
+    let r = redis(json!({"replicas": 2, "image": "redis:5-alpine", "port": 8333}));
+    let spec = pod_spec(&r.spec);
+    let pod = desired_pod(&r, 1, &spec, &spec_hash(&spec)).expect("pod");
+    let pod = serde_json::to_value(&pod).expect("json");
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(pod["metadata"]["name"], "my-op-redis-1");
+    assert_eq!(pod["metadata"]["namespace"], "ns");
+    assert_eq!(c["name"], "redis");
+    assert_eq!(c["image"], "redis:5-alpine");
+    assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(
+        c["args"],
+        json!(["redis-server", "--port", "8333", "--protected-mode", "no"])
+    );
+    assert_eq!(c["ports"][0]["containerPort"], 8333);
+    assert_eq!(
+        c["readinessProbe"]["exec"]["command"],
+        json!(["redis-cli", "-p", "8333", "ping"])
+    );
+    assert_eq!(
+        c["livenessProbe"]["exec"]["command"],
+        json!(["redis-cli", "-p", "8333", "ping"])
+    );
+}
+
+#[test]
+fn pod_carries_labels_owner_and_hash() {
+    let r = redis(json!({}));
+    let spec = pod_spec(&r.spec);
+    let hash = spec_hash(&spec);
+    let pod = desired_pod(&r, 0, &spec, &hash).expect("pod");
+    let labels = pod.metadata.labels.expect("labels");
+    assert_eq!(labels.get("app").map(String::as_str), Some("my-op-redis"));
+    assert_eq!(
+        labels.get("app.kubernetes.io/instance").map(String::as_str),
+        Some("my-op-redis")
+    );
+    let owner = &pod.metadata.owner_references.expect("owner")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+        ("Redis", "my-op-redis", "8d6f")
+    );
+    assert_eq!(owner.api_version, "myapp.tangx.in/v1");
+    assert_eq!(owner.controller, Some(true));
+    assert_eq!(owner.block_owner_deletion, Some(true));
+    assert_eq!(
+        pod.metadata
+            .annotations
+            .expect("annotations")
+            .get(SPEC_HASH_ANNOTATION),
+        Some(&hash)
+    );
+}
+
+#[test]
+fn pod_passes_the_restricted_pod_security_profile() {
+    let spec = pod_spec(&redis(json!({})).spec);
+    let pod_sc = spec
+        .security_context
+        .as_ref()
+        .expect("pod security context");
+    assert_eq!(pod_sc.run_as_non_root, Some(true));
+    assert!(pod_sc.run_as_user.is_some_and(|uid| uid != 0));
+    assert_eq!(
+        pod_sc.seccomp_profile.as_ref().map(|p| p.type_.as_str()),
+        Some("RuntimeDefault")
+    );
+    let c = &spec.containers[0];
+    let sc = c
+        .security_context
+        .as_ref()
+        .expect("container security context");
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        sc.capabilities.as_ref().and_then(|c| c.drop.clone()),
+        Some(vec!["ALL".to_owned()])
+    );
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.privileged, None);
+    let mount = &c.volume_mounts.as_ref().expect("mounts")[0];
+    assert_eq!(mount.mount_path, "/data");
+    let volume = &spec.volumes.as_ref().expect("volumes")[0];
+    assert!(
+        volume.empty_dir.is_some(),
+        "only emptyDir: restricted allows no hostPath"
+    );
+}
+
+#[test]
+fn resources_and_pull_policy_are_passed_through() {
+    let spec = pod_spec(
+        &redis(json!({"imagePullPolicy": "Always", "resources": {"limits": {"memory": "256Mi"}}}))
+            .spec,
+    );
+    let c = &spec.containers[0];
+    assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
+    let limits = c
+        .resources
+        .as_ref()
+        .and_then(|r| r.limits.as_ref())
+        .expect("limits");
+    assert_eq!(limits.get("memory").map(|q| q.0.as_str()), Some("256Mi"));
+}
+
+#[test]
+fn hash_is_stable_and_changes_with_what_matters() {
+    let base = pod_spec(&redis(json!({"image": "redis:7.2-alpine", "port": 6379})).spec);
+    assert_eq!(spec_hash(&base), spec_hash(&base.clone()));
+    assert_eq!(spec_hash(&base).len(), 16);
+    for changed in [
+        json!({"image": "redis:7.4-alpine", "port": 6379}),
+        json!({"image": "redis:7.2-alpine", "port": 6380}),
+        json!({"image": "redis:7.2-alpine", "port": 6379, "imagePullPolicy": "Always"}),
+        json!({"image": "redis:7.2-alpine", "port": 6379, "resources": {"requests": {"cpu": "100m"}}}),
+    ] {
+        assert_ne!(
+            spec_hash(&base),
+            spec_hash(&pod_spec(&redis(changed.clone()).spec)),
+            "{changed}"
+        );
+    }
+    // Replicas are not part of a pod: scaling rolls nothing.
+    let scaled =
+        pod_spec(&redis(json!({"image": "redis:7.2-alpine", "port": 6379, "replicas": 5})).spec);
+    assert_eq!(spec_hash(&base), spec_hash(&scaled));
+}
+
+#[test]
+fn auth_reads_the_password_from_the_secret_never_in_clear() {
+    let r = redis(json!({"auth": {"secretRef": {"name": "cache-auth"}}}));
+    let spec = pod_spec(&r.spec);
+    let c = serde_json::to_value(&spec.containers[0]).expect("json");
+    assert_eq!(
+        c["args"],
+        json!([
+            "redis-server",
+            "--port",
+            "6379",
+            "--protected-mode",
+            "no",
+            "--requirepass",
+            "$(REDIS_PASSWORD)",
+            "--masterauth",
+            "$(REDIS_PASSWORD)"
+        ])
+    );
+    let from =
+        json!({"secretKeyRef": {"name": "cache-auth", "key": "password", "optional": false}});
+    assert_eq!(
+        c["env"],
+        json!([
+            {"name": "REDIS_PASSWORD", "valueFrom": from},
+            {"name": "REDISCLI_AUTH", "valueFrom": from},
+        ])
+    );
+    // The probes' redis-cli reads REDISCLI_AUTH: no password on their command line.
+    assert_eq!(
+        c["readinessProbe"]["exec"]["command"],
+        json!(["redis-cli", "-p", "6379", "ping"])
+    );
+    let replication = pod_spec(
+        &redis(json!({"mode": "Replication", "auth": {"secretRef": {"name": "s", "key": "pw"}}}))
+            .spec,
+    );
+    let args = replication.containers[0].args.clone().unwrap_or_default();
+    assert!(
+        args.ends_with(&[
+            "--replicaof".to_owned(),
+            FENCE_HOST.to_owned(),
+            FENCE_PORT.to_string(),
+            "--requirepass".to_owned(),
+            "$(REDIS_PASSWORD)".to_owned(),
+            "--masterauth".to_owned(),
+            "$(REDIS_PASSWORD)".to_owned(),
+        ]),
+        "{args:?}"
+    );
+    let env = replication.containers[0].env.clone().unwrap_or_default();
+    assert!(env.iter().all(|e| {
+        e.value.is_none()
+            && e.value_from
+                .as_ref()
+                .and_then(|v| v.secret_key_ref.as_ref())
+                .map(|s| (s.name.as_str(), s.key.as_str()))
+                == Some(("s", "pw"))
+    }));
+}
+
+#[test]
+fn no_auth_no_env() {
+    let spec = pod_spec(&redis(json!({})).spec);
+    assert!(spec.containers[0].env.is_none());
+}
+
+#[test]
+fn the_hash_follows_the_secret_reference_not_its_value() {
+    // The spec holds no password, so a rotation (same Secret, new value) hashes the same:
+    // no rolling restart. Turning auth on, or naming another Secret or key, rolls the pods.
+    let with = |auth: serde_json::Value| spec_hash(&pod_spec(&redis(json!({"auth": auth})).spec));
+    let base = with(json!({"secretRef": {"name": "a"}}));
+    assert_eq!(
+        base,
+        with(json!({"secretRef": {"name": "a", "key": "password"}}))
+    );
+    assert_ne!(base, spec_hash(&pod_spec(&redis(json!({})).spec)));
+    assert_ne!(base, with(json!({"secretRef": {"name": "b"}})));
+    assert_ne!(
+        base,
+        with(json!({"secretRef": {"name": "a", "key": "other"}}))
+    );
+}
+
+#[test]
+fn no_pod_without_uid() {
+    let mut r = redis(json!({}));
+    r.metadata.uid = None;
+    let spec = pod_spec(&r.spec);
+    assert!(desired_pod(&r, 0, &spec, "h").is_none());
+}

@@ -1,0 +1,414 @@
+//! Tests of `replication::plan`.
+
+use super::*;
+use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, ReplicaLink};
+
+const PORT: u16 = 6379;
+
+fn ip(i: u32) -> String {
+    format!("10.88.1.{i}")
+}
+
+fn fenced(i: u32) -> Member {
+    Member {
+        name: format!("r-{i}"),
+        ordinal: Some(i),
+        ip: Some(ip(i)),
+        ready: true,
+        terminating: false,
+        current: true,
+        process_gone: false,
+        label: None,
+        redis: Some(RedisRole::Replica {
+            primary_host: FENCE_HOST.into(),
+            primary_port: FENCE_PORT,
+            link_up: false,
+            offset: 0,
+        }),
+    }
+}
+
+fn primary(i: u32, offset: i64, replicas: &[u32]) -> Member {
+    Member {
+        label: Some(Label::Primary),
+        redis: Some(RedisRole::Primary {
+            offset,
+            replicas: replicas
+                .iter()
+                .map(|r| ReplicaLink {
+                    ip: ip(*r),
+                    port: PORT,
+                    online: true,
+                    offset,
+                    lag: 0,
+                })
+                .collect(),
+        }),
+        ..fenced(i)
+    }
+}
+
+fn replica(i: u32, of: u32, offset: i64) -> Member {
+    Member {
+        label: Some(Label::Replica),
+        redis: Some(RedisRole::Replica {
+            primary_host: ip(of),
+            primary_port: PORT,
+            link_up: true,
+            offset,
+        }),
+        ..fenced(i)
+    }
+}
+
+fn settings(replicas: u32) -> Settings {
+    Settings {
+        replicas,
+        port: PORT,
+        primary_unhealthy_for: None,
+        failover_after: Duration::from_secs(10),
+        max_lag_seconds: 10,
+    }
+}
+
+fn label(pod: &str, role: Option<Label>) -> Step {
+    Step::Label {
+        pod: pod.into(),
+        role,
+    }
+}
+
+fn follow(pod: &str, of: u32) -> Step {
+    Step::Follow {
+        pod: pod.into(),
+        host: ip(of),
+    }
+}
+
+#[test]
+fn bootstrap_promotes_ordinal_zero_and_points_the_others_at_it() {
+    let d = decide(&[fenced(1), fenced(0), fenced(2)], &settings(3));
+    assert_eq!(
+        d.steps,
+        vec![
+            Step::Promote { pod: "r-0".into() },
+            label("r-0", Some(Label::Primary)),
+            follow("r-1", 0),
+            follow("r-2", 0),
+        ]
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    assert_eq!(d.event.map(|e| e.0), Some("PrimaryElected"));
+}
+
+#[test]
+fn bootstrap_waits_for_ordinal_zero_to_answer() {
+    let zero = Member {
+        redis: None,
+        ..fenced(0)
+    };
+    let d = decide(&[zero, fenced(1)], &settings(2));
+    assert_eq!(d.steps, vec![]);
+    assert_eq!(d.health, Health::Electing);
+}
+
+#[test]
+fn a_healthy_primary_gets_linked_replicas_labelled_and_strays_repointed() {
+    let unlabelled = Member {
+        label: None,
+        ..replica(1, 0, 100)
+    };
+    let d = decide(
+        &[primary(0, 100, &[1]), unlabelled, fenced(2)],
+        &settings(3),
+    );
+    assert_eq!(
+        d.steps,
+        vec![label("r-1", Some(Label::Replica)), follow("r-2", 0)]
+    );
+    assert_eq!(d.health, Health::Degraded("r-2 not linked yet".into()));
+}
+
+#[test]
+fn all_replicas_linked_in_time_is_replicating_and_does_nothing() {
+    let d = decide(
+        &[
+            primary(0, 100, &[1, 2]),
+            replica(1, 0, 100),
+            replica(2, 0, 90),
+        ],
+        &settings(3),
+    );
+    assert_eq!(d.steps, vec![]);
+    assert_eq!(d.health, Health::Replicating);
+}
+
+#[test]
+fn a_lagging_replica_degrades_replication() {
+    let mut p = primary(0, 100, &[1]);
+    if let Some(RedisRole::Primary { replicas, .. }) = &mut p.redis {
+        replicas[0].lag = 30;
+    }
+    let d = decide(&[p, replica(1, 0, 40)], &settings(2));
+    assert_eq!(d.steps, vec![]);
+    assert_eq!(d.health, Health::Degraded("r-1 lags 30s".into()));
+}
+
+#[test]
+fn two_primaries_seen_the_unlabelled_one_is_fenced() {
+    let rogue = Member {
+        label: None,
+        ..primary(1, 5, &[])
+    };
+    let d = decide(&[primary(0, 100, &[]), rogue], &settings(2));
+    assert_eq!(d.steps, vec![follow("r-1", 0)]);
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+}
+
+#[test]
+fn two_labelled_primaries_keep_the_serving_one() {
+    let stale = Member {
+        redis: Some(RedisRole::Replica {
+            primary_host: ip(0),
+            primary_port: PORT,
+            link_up: true,
+            offset: 100,
+        }),
+        ..primary(1, 0, &[])
+    };
+    let d = decide(&[stale, primary(0, 100, &[1])], &settings(2));
+    assert_eq!(d.steps.first(), Some(&label("r-1", None)));
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+}
+
+#[test]
+fn an_unreachable_primary_is_given_failover_after() {
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(4));
+    let members = [lost, replica(1, 0, 100), replica(2, 0, 80)];
+    let d = decide(&members, &s);
+    assert_eq!(d.steps, vec![]);
+    assert!(
+        matches!(d.health, Health::PrimaryUnhealthy(_)),
+        "{:?}",
+        d.health
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+
+    s.primary_unhealthy_for = Some(Duration::from_secs(10));
+    let d = decide(&members, &s);
+    assert_eq!(
+        d.steps,
+        vec![
+            label("r-0", None),
+            Step::Promote { pod: "r-1".into() },
+            label("r-1", Some(Label::Primary)),
+            follow("r-2", 1),
+        ]
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    assert_eq!(d.event.map(|e| e.0), Some("PrimaryFailedOver"));
+}
+
+#[test]
+fn the_replica_with_the_highest_offset_is_promoted() {
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(60));
+    let d = decide(&[lost, replica(1, 0, 70), replica(2, 0, 95)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"));
+}
+
+#[test]
+fn a_restarted_primary_is_replaced_at_once_and_fenced() {
+    // Its redis-server came back fenced and empty; the replicas kept the data.
+    let restarted = Member {
+        label: Some(Label::Primary),
+        ..fenced(0)
+    };
+    let d = decide(
+        &[restarted, replica(1, 0, 100), replica(2, 0, 100)],
+        &settings(3),
+    );
+    assert_eq!(
+        d.steps,
+        vec![
+            label("r-0", None),
+            Step::Promote { pod: "r-1".into() },
+            label("r-1", Some(Label::Primary)),
+            follow("r-0", 1),
+            follow("r-2", 1),
+        ]
+    );
+}
+
+#[test]
+fn no_replica_reachable_means_no_failover() {
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let gone = Member {
+        redis: None,
+        ..replica(1, 0, 100)
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(60));
+    // A fenced, empty pod is no candidate: promoting it would lose every write.
+    let d = decide(&[lost, gone, fenced(2)], &s);
+    assert_eq!(d.steps, vec![]);
+    assert!(matches!(d.health, Health::NoCandidate(_)), "{:?}", d.health);
+}
+
+#[test]
+fn with_the_primary_gone_an_unread_replica_is_waited_for_until_failover_after() {
+    let mut unread = replica(1, 0, 0);
+    unread.redis = None;
+    let members = [fenced(0), unread, replica(2, 0, 100)];
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let d = decide(&members, &s);
+    assert!(d.steps.is_empty(), "{d:?}");
+    assert!(
+        matches!(&d.health, Health::FailingOver(m) if m.contains("r-1")),
+        "{d:?}"
+    );
+    s.primary_unhealthy_for = Some(s.failover_after);
+    let d = decide(&members, &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"));
+}
+
+#[test]
+fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
+    // r-0's redis-server restarted empty; r-1 did not answer this pass (a read timed out),
+    // and may hold writes acknowledged by WAIT 1 that r-2 lacks.
+    let restarted = Member {
+        label: Some(Label::Primary),
+        ..fenced(0)
+    };
+    let mut unread = replica(1, 0, 0);
+    unread.redis = None;
+    let members = [restarted, unread, replica(2, 0, 100)];
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let d = decide(&members, &s);
+    assert!(d.steps.is_empty(), "{d:?}");
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    assert!(
+        matches!(&d.health, Health::FailingOver(m) if m.contains("reading r-1")),
+        "{d:?}"
+    );
+    // Read again, with more than r-2: r-1 is promoted.
+    let members_read = [members[0].clone(), replica(1, 0, 120), replica(2, 0, 100)];
+    let d = decide(&members_read, &s);
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    // Never read: after failoverAfter, the best readable one.
+    s.primary_unhealthy_for = Some(s.failover_after);
+    let d = decide(&members, &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"));
+    assert!(d.steps.contains(&Step::Promote { pod: "r-2".into() }));
+}
+
+#[test]
+fn an_unreachable_primary_waits_for_no_replica_after_failover_after() {
+    // The primary's own failoverAfter has run out: an unread replica has had that time too.
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let mut unread = replica(1, 0, 0);
+    unread.redis = None;
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(s.failover_after);
+    let d = decide(&[lost, unread, replica(2, 0, 100)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"));
+}
+
+#[test]
+fn the_primary_pod_gone_promotes_a_replica_with_its_data_not_the_new_empty_pod() {
+    // r-0 was deleted and recreated: a fresh fenced pod without a label.
+    let d = decide(
+        &[fenced(0), replica(1, 0, 100), replica(2, 0, 120)],
+        &settings(3),
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-2"));
+    assert!(d.steps.contains(&follow("r-0", 2)));
+    assert!(d.steps.contains(&follow("r-1", 2)));
+}
+
+#[test]
+fn a_primary_scaled_away_hands_over_to_an_in_sync_replica_that_stays() {
+    let d = decide(
+        &[
+            replica(0, 3, 90),
+            replica(1, 3, 100),
+            primary(3, 100, &[0, 1]),
+        ],
+        &settings(2),
+    );
+    // The most up-to-date heir, so the pause waits least.
+    assert_eq!(
+        d.steps,
+        vec![Step::Switchover {
+            from: "r-3".into(),
+            to: "r-1".into()
+        }]
+    );
+    assert_eq!(d.event.map(|e| e.0), Some("PrimarySwitchedOver"));
+}
+
+#[test]
+fn an_outdated_primary_hands_over_only_to_a_current_replica() {
+    let old = Member {
+        current: false,
+        ..primary(0, 100, &[1])
+    };
+    let stale_replica = Member {
+        current: false,
+        ..replica(1, 0, 100)
+    };
+    let d = decide(&[old.clone(), stale_replica], &settings(2));
+    assert!(!d.steps.iter().any(|s| matches!(s, Step::Switchover { .. })));
+    let d = decide(&[old, replica(1, 0, 100)], &settings(2));
+    assert_eq!(
+        d.steps,
+        vec![Step::Switchover {
+            from: "r-0".into(),
+            to: "r-1".into()
+        }]
+    );
+}
+
+#[test]
+fn terminating_pods_take_no_part() {
+    let leaving = Member {
+        terminating: true,
+        ..primary(0, 100, &[])
+    };
+    let d = decide(&[leaving, replica(1, 0, 100)], &settings(2));
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+}
+
+#[test]
+fn a_primary_whose_container_is_not_running_is_replaced_at_once() {
+    // Killed again: the kubelet holds the restart back, the pod is not Ready, nothing answers.
+    let dead = Member {
+        process_gone: true,
+        ready: false,
+        redis: None,
+        ..primary(0, 100, &[])
+    };
+    let d = decide(&[dead, replica(1, 0, 100)], &settings(2));
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+}
