@@ -42,9 +42,11 @@ fmt: ## Format the Rust code.
 	$(CARGO) fmt --all
 
 .PHONY: lint
-lint: ## Check formatting, run clippy with warnings as errors, and hadolint on the Dockerfiles.
+lint: ## Check formatting, run clippy with warnings as errors, check for import circles between files (api, controller), and hadolint on the Dockerfiles.
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
+	hack/tools/import-cycles.py crates/api/src
+	hack/tools/import-cycles.py crates/controller/src
 	hack/tools/hadolint.sh $(HADOLINT_VERSION)
 	bin/hadolint Dockerfile.controller Dockerfile.webhook
 

@@ -157,3 +157,19 @@ impl Served {
         }
     }
 }
+
+/// A pod `cache-0` whose controller is a ReplicaSet of uid `controller_uid` (`None`: no
+/// controller, as `kubectl run` makes it).
+pub fn pod_owned_by(controller_uid: Option<&str>) -> k8s_openapi::api::core::v1::Pod {
+    let owners: Vec<_> = controller_uid
+        .map(|uid| {
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9",
+                               "uid": uid, "controller": true})
+        })
+        .into_iter()
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "cache-0", "ownerReferences": owners}
+    }))
+    .expect("pod")
+}

@@ -1,7 +1,7 @@
 //! The rules on `spec.auth` (DESIGN §2, for §3c auth): the Secret it names must be one a Secret
 //! can be, and the key one a Secret's data can have, as the API server reads them.
 
-use super::Violation;
+use super::violation::Violation;
 use crate::types::RedisSpec;
 
 /// Longest Secret name (a DNS-1123 subdomain) and Secret data key.

@@ -2,8 +2,8 @@
 //! image and a port of its own. Here rather than in [`crate::exporter`] because they read the
 //! whole spec (Redis's port), and the spec holds the exporter's type.
 
-use super::Violation;
 use super::image::{image_violation, parse_image};
+use super::violation::Violation;
 use crate::types::RedisSpec;
 
 /// `spec.exporter` (checked when set, even turned off, so turning it on cannot fail later): a

@@ -2,7 +2,7 @@
 //! container runtime pulls): parsing them with distribution/reference's grammar, a bounded memory
 //! of the answers, and the warning about an image that means `:latest`.
 
-use super::Violation;
+use super::violation::Violation;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 

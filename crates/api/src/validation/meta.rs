@@ -2,7 +2,7 @@
 //! pod label value, room for `generateName`'s suffix) and the deletion-protection annotation that
 //! refuses a DELETE.
 
-use super::Violation;
+use super::violation::Violation;
 use crate::DELETION_PROTECTION_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

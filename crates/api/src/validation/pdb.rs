@@ -1,7 +1,7 @@
 //! The rule on `spec.podDisruptionBudget` (DESIGN §2): `maxUnavailable` is a count >= 0 or a
 //! percentage from `0%` to `100%`, as the API server's PodDisruptionBudget validation reads it.
 
-use super::Violation;
+use super::violation::Violation;
 use crate::types::RedisSpec;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 

@@ -2,7 +2,7 @@
 //! of `spec.replication` (`failoverAfter` and its bounds among them), and the warnings about a
 //! Replication Redis that is allowed but unwise, or replication settings Standalone mode ignores.
 
-use super::Violation;
+use super::violation::Violation;
 use crate::defaults::parse_duration;
 use crate::types::{Mode, RedisSpec};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! never move) reported as [`Violation`]s at their `spec.storage.*` paths, and the warnings when
 //! an UPDATE adds or removes persistence.
 
-use super::Violation;
+use super::violation::Violation;
 use crate::types::RedisSpec;
 
 /// `spec.storage`: a size that is a quantity above zero, access modes a pod can write through.

@@ -101,21 +101,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::Pod;
-
-    fn pod_owned_by(controller_uid: Option<&str>) -> Pod {
-        let owners: Vec<_> = controller_uid
-            .map(|uid| {
-                serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9",
-                                   "uid": uid, "controller": true})
-            })
-            .into_iter()
-            .collect();
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "cache-0", "ownerReferences": owners}
-        }))
-        .expect("pod")
-    }
+    use crate::fixtures::pod_owned_by;
 
     #[test]
     fn a_pod_is_ours_only_when_we_are_its_controller() {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::RetryClass;
-use crate::fixtures::{self, Exchange, status};
+use crate::fixtures::{self, Exchange, pod_owned_by, status};
 use build::{pod_spec, spec_hash};
 use http::Method;
 use kube::Client;
@@ -12,20 +12,6 @@ use serde_json::{Value, json};
 
 const PODS: &str = "/api/v1/namespaces/ns/pods";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
-
-fn pod_owned_by(controller_uid: Option<&str>) -> Pod {
-    let owners: Vec<_> = controller_uid
-        .map(|uid| {
-            serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9",
-                               "uid": uid, "controller": true})
-        })
-        .into_iter()
-        .collect();
-    serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "cache-0", "ownerReferences": owners}
-    }))
-    .expect("pod")
-}
 
 fn redis() -> Redis {
     serde_json::from_value(json!({

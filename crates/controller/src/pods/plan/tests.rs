@@ -1,8 +1,8 @@
 //! Tests of `pods::plan`.
 
+use super::*;
 use crate::pods::build::SPEC_HASH_ANNOTATION;
 use crate::pods::status::converged;
-use super::*;
 
 const H: &str = "current";
 
