@@ -150,6 +150,18 @@ impl PodView {
     }
 }
 
+/// The views with the primary the replication step left this pass (`None`: Standalone mode, or
+/// no decision): its label write is not in this pass's cache yet, and a pod promoted now must be
+/// protected as a primary (see [`held_as_primary`]) by the plan of the same pass.
+pub fn with_primary(mut views: Vec<PodView>, primary: Option<&str>) -> Vec<PodView> {
+    if let Some(primary) = primary {
+        for view in &mut views {
+            view.primary = view.name == primary;
+        }
+    }
+    views
+}
+
 /// The plan for one reconcile, in the order to carry it out.
 pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<PodStep> {
     let mut deletes: Vec<(Option<u32>, PodStep)> = Vec::new();

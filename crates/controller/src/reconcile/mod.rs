@@ -122,8 +122,6 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let hash = spec_hash(&spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
     let owned = pods::owned_pods(&ctx.pods, redis);
-    let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();
-    let steps = plan::plan(replicas, &hash, &views);
     let reference = redis.object_ref(&());
     let mut pass = PassOutcome::default();
 
@@ -162,6 +160,15 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         _ => None,
     };
     let auth_failure = auth.and_then(|a| a.failure);
+    // The pods are planned after the roles, so a pod promoted in this pass is not deleted by it.
+    let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();
+    let views = plan::with_primary(
+        views,
+        replication
+            .as_ref()
+            .and_then(|r| r.decision.primary.as_deref()),
+    );
+    let steps = plan::plan(replicas, &hash, &views);
     let next_pass = if replication.is_some() {
         replication::POLL
     } else if auth_failure.is_some() {

@@ -18,6 +18,10 @@
 //!    primary was lost: it may hold acknowledged writes the others lack.
 //! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
 //!    switchover to an in-sync replica that stays, with writes paused until it has caught up.
+//! 6. A live master is labelled, not failed over (DESIGN §9.3): when the labelled primary is
+//!    unhealthy or absent and another server answers as a primary (an earlier pass promoted it,
+//!    and this pass's cache still shows the labels from before), that server gets the label and
+//!    the others follow it; no replica is promoted over it.
 
 use crate::redis_server::info::RedisRole;
 use std::time::Duration;
@@ -147,6 +151,16 @@ fn with_primary(primary: &Member, live: &[&Member], settings: &Settings) -> Deci
         && matches!(primary.redis, Some(RedisRole::Primary { .. }));
     if healthy {
         return serving(primary, &others, settings);
+    }
+    // Rule 6: another server already answers as the primary (promoted by an earlier pass whose
+    // label writes this pass's cache has not seen yet): it is labelled, never failed over.
+    if let Some(master) = live_master(&others) {
+        let mut steps = vec![Step::Label {
+            pod: primary.name.clone(),
+            role: None,
+        }];
+        steps.extend(adopt(master, live));
+        return adopted(master, steps);
     }
     // Its redis-server died (the kubelet may take seconds to restart a container it restarted
     // before) or came back fenced and empty: nothing to wait for.
@@ -317,6 +331,10 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
 
 /// Rule 2 and the rest of rule 4: no pod carries the primary label.
 fn without_primary(live: &[&Member], settings: &Settings) -> Decision {
+    // Rule 6, as with an unhealthy labelled primary.
+    if let Some(master) = live_master(live) {
+        return adopted(master, adopt(master, live));
+    }
     // A server with data: it followed a primary (not only the fence), or it is one.
     if let Some(candidate) = best_replica(live, None, settings.port) {
         if let Some(reading) = unread_replicas(live, candidate, settings) {
@@ -360,6 +378,61 @@ fn without_primary(live: &[&Member], settings: &Settings) -> Decision {
         primary: Some(first.name.clone()),
         health: Health::FailingOver(format!("electing {} as the first primary", first.name)),
         event: Some(("PrimaryElected", format!("{} is the primary", first.name))),
+    }
+}
+
+/// A live server other than the labelled primary that answers as a primary (as
+/// [`best_replica`] ranks: most data, then current, Ready, lowest ordinal); only one with an IP
+/// whose process runs.
+fn live_master<'a>(others: &[&'a Member]) -> Option<&'a Member> {
+    others
+        .iter()
+        .copied()
+        .filter(|m| m.ip.is_some() && !m.process_gone)
+        .filter(|m| matches!(m.redis, Some(RedisRole::Primary { .. })))
+        .max_by_key(|m| {
+            (
+                m.redis.as_ref().map_or(0, RedisRole::offset),
+                m.current,
+                m.ready,
+                std::cmp::Reverse(m.ordinal),
+            )
+        })
+}
+
+/// Steps making `master`, which already answers as a primary, the labelled one: its label, and
+/// every other reachable server that does not follow it yet told to.
+fn adopt(master: &Member, live: &[&Member]) -> Vec<Step> {
+    let mut steps = vec![Step::Label {
+        pod: master.name.clone(),
+        role: Some(Label::Primary),
+    }];
+    let Some(ip) = &master.ip else {
+        return steps;
+    };
+    for member in live.iter().filter(|m| m.name != master.name) {
+        let follows = member.redis.as_ref().is_some_and(
+            |r| matches!(r, RedisRole::Replica { primary_host, .. } if primary_host == ip),
+        );
+        if member.redis.is_some() && !follows {
+            steps.push(Step::Follow {
+                pod: member.name.clone(),
+                host: ip.clone(),
+            });
+        }
+    }
+    steps
+}
+
+fn adopted(master: &Member, steps: Vec<Step>) -> Decision {
+    Decision {
+        steps,
+        primary: Some(master.name.clone()),
+        health: Health::FailingOver(format!(
+            "{} already answers as the primary: labelling it",
+            master.name
+        )),
+        event: None,
     }
 }
 

@@ -364,3 +364,28 @@ fn a_serving_primary_is_neither_scaled_away_nor_rolled_before_it_hands_over() {
     // Alone, or not Ready, it may go.
     assert!(!plan(0, H, &[primary(0)]).is_empty());
 }
+
+#[test]
+fn a_pod_promoted_in_this_pass_is_not_deleted_by_it() {
+    // Scaling 3 -> 2 while the primary r-0 is lost: the replication step of the same pass
+    // promoted r-2 (the most data), whose primary label this pass's cache has not seen yet.
+    let mut lost = pod(0);
+    lost.ready = false;
+    lost.primary = true;
+    let views = with_primary(vec![lost, pod(1), pod(2)], Some("r-2"));
+    let steps = plan(2, H, &views);
+    assert!(
+        !deletes(&steps).iter().any(|(name, _)| *name == "r-2"),
+        "the new primary hands over (a switchover) before its pod goes: {steps:?}"
+    );
+    assert!(
+        views
+            .iter()
+            .filter(|p| p.primary)
+            .map(|p| &p.name)
+            .eq(["r-2"])
+    );
+    // Standalone mode (no replication decision): the views are as the cache has them.
+    let unchanged = with_primary(vec![pod(0), pod(1)], None);
+    assert_eq!(unchanged, vec![pod(0), pod(1)]);
+}

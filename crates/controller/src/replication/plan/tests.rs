@@ -412,3 +412,38 @@ fn a_primary_whose_container_is_not_running_is_replaced_at_once() {
     let d = decide(&[dead, replica(1, 0, 100)], &settings(2));
     assert_eq!(d.primary.as_deref(), Some("r-1"));
 }
+
+#[test]
+fn a_live_master_other_than_the_lost_primary_is_labelled_not_failed_over() {
+    // The pass before promoted r-1 and moved the labels, but this pass's cache still shows the
+    // labels from before: r-0 (gone quiet) as primary, r-1 as a replica. r-1 answers as the
+    // master that r-2 follows: it is the primary to label, not a reason to promote r-2 (a
+    // second failover, whose repointing would resync away what r-1 acknowledged).
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let promoted = Member {
+        label: Some(Label::Replica),
+        ..primary(1, 120, &[2])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(60));
+    let d = decide(&[lost, promoted, replica(2, 1, 120)], &s);
+    assert_eq!(
+        d.steps,
+        vec![label("r-0", None), label("r-1", Some(Label::Primary))]
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    assert_eq!(d.event, None, "nothing was promoted");
+
+    // Without a labelled primary at all (its pod gone), the same: the live master is labelled.
+    let promoted = Member {
+        label: None,
+        ..primary(1, 120, &[2])
+    };
+    let d = decide(&[promoted, replica(2, 1, 120)], &s);
+    assert_eq!(d.steps, vec![label("r-1", Some(Label::Primary))]);
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+}
