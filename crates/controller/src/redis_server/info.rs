@@ -22,6 +22,12 @@ pub enum RedisRole {
         primary_port: u16,
         /// `master_link_status:up`.
         link_up: bool,
+        /// It has been linked to a primary since its process started: the link is up, or
+        /// `master_link_down_since_seconds` counts from a link that was (it is `-1` for a
+        /// server that never finished a sync: new, restarted, or in its first full sync). Only
+        /// such a server holds what a primary streamed; one told to follow the fence by the
+        /// operator keeps it.
+        linked: bool,
         /// `slave_repl_offset`: how much of the primary's stream it has processed.
         offset: i64,
     },
@@ -52,12 +58,17 @@ impl RedisRole {
                 offset: number("master_repl_offset").unwrap_or(0),
                 replicas: info.lines().filter_map(ReplicaLink::parse).collect(),
             }),
-            "slave" => Some(RedisRole::Replica {
-                primary_host: field("master_host")?.to_owned(),
-                primary_port: field("master_port")?.parse().ok()?,
-                link_up: field("master_link_status") == Some("up"),
-                offset: number("slave_repl_offset").unwrap_or(0),
-            }),
+            "slave" => {
+                let link_up = field("master_link_status") == Some("up");
+                Some(RedisRole::Replica {
+                    primary_host: field("master_host")?.to_owned(),
+                    primary_port: field("master_port")?.parse().ok()?,
+                    link_up,
+                    linked: link_up
+                        || number("master_link_down_since_seconds").is_some_and(|s| s >= 0),
+                    offset: number("slave_repl_offset").unwrap_or(0),
+                })
+            }
             _ => None,
         }
     }
@@ -155,6 +166,7 @@ mod tests {
                 primary_host: "10.88.1.1".into(),
                 primary_port: 6379,
                 link_up: true,
+                linked: true,
                 offset: 1240
             }
         );
@@ -168,6 +180,21 @@ mod tests {
         let role = RedisRole::parse(fenced).expect("parses");
         assert!(role.is_fenced());
         assert_eq!(role.offset(), 0);
+    }
+
+    #[test]
+    fn a_replica_that_was_linked_is_told_from_one_that_never_was() {
+        // As Redis 7.0 says it: told to follow the fence after a sync, it keeps the data and
+        // counts the seconds since the link went down; new (or restarted, or in its first full
+        // sync) it says -1.
+        let cut = "role:slave\nmaster_host:127.0.0.1\nmaster_port:1\nmaster_link_status:down\n\
+                   slave_repl_offset:50\nmaster_link_down_since_seconds:3\n";
+        let new = "role:slave\nmaster_host:127.0.0.1\nmaster_port:1\nmaster_link_status:down\n\
+                   slave_repl_offset:1\nmaster_link_down_since_seconds:-1\n";
+        let linked = |text| matches!(RedisRole::parse(text), Some(RedisRole::Replica { linked, .. }) if linked);
+        assert!(linked(cut));
+        assert!(!linked(new));
+        assert!(linked(REPLICA), "the link is up");
     }
 
     #[test]

@@ -124,6 +124,14 @@ impl Server<'_> {
         self.run(&command).await.map_err(|e| self.failed(e))
     }
 
+    /// `REPLICAOF` the fence: off whatever stream it is on, its data kept (a replica keeps
+    /// its dataset and offset; a primary becomes a replica of nowhere, refusing writes).
+    pub async fn fence(&self) -> Result<(), Error> {
+        let mut command = redis::cmd("REPLICAOF");
+        command.arg(FENCE_HOST).arg(FENCE_PORT);
+        self.run(&command).await.map_err(|e| self.failed(e))
+    }
+
     /// `CONFIG SET min-replicas-to-write N min-replicas-max-lag M`.
     pub async fn set_min_replicas(&self, to_write: i64, max_lag: i64) -> Result<(), Error> {
         let mut command = redis::cmd("CONFIG");

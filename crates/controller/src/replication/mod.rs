@@ -187,7 +187,21 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         .filter_map(|m| Some((m.name.as_str(), m.ip.as_deref()?)))
         .collect();
     let ip_of = |name: &str| ips.get(name).copied();
-    for step in &decision.steps {
+    // The cut (fences) goes to every server at once, and one that fails does not hold back the
+    // others: the next pass reads them all again and cuts what is still on a stream.
+    let (fences, steps): (Vec<&Step>, Vec<&Step>) = decision
+        .steps
+        .iter()
+        .partition(|s| matches!(s, Step::Fence { .. }));
+    for (step, result) in fences
+        .iter()
+        .zip(join_all(fences.iter().map(|s| run_step(pass, s, &ips))).await)
+    {
+        if let Err(e) = result {
+            tracing::info!(?step, error = %e, "could not cut a redis-server off its stream");
+        }
+    }
+    for step in steps {
         run_step(pass, step, &ips).await?;
     }
 
@@ -285,6 +299,7 @@ async fn run_step<'a>(
         Step::Label { pod, role } => label(pass, pod, *role).await,
         Step::Promote { pod } => at(pod)?.promote().await,
         Step::Follow { pod, host } => at(pod)?.follow(host).await,
+        Step::Fence { pod } => at(pod)?.fence().await,
         Step::Switchover { from, to } => {
             let move_label = || async {
                 label(pass, from, None).await?;

@@ -11,11 +11,12 @@
 //!    it are labelled replica.
 //! 4. A primary that is unreachable or not Ready is given `failoverAfter`; one whose pod is gone
 //!    or whose redis-server died or restarted (its container is not running, or it answers fenced:
-//!    its data is lost either way) is replaced at once. The
-//!    reachable replica with the highest replication offset is promoted, the old primary's label
-//!    removed first, and the others (the old primary too, when it returns) repointed. A labelled
-//!    replica that could not be read is waited for first, at most `failoverAfter` since the
-//!    primary was lost: it may hold acknowledged writes the others lack.
+//!    its data is lost either way) is replaced at once. First every server still on a stream is
+//!    cut off (fenced, keeping its data), the old primary too when it answers; the next pass
+//!    promotes the replica with the highest offset among those that were linked to a primary,
+//!    repoints the others, and moves the labels last (see [`fail_over`]). A labelled replica that
+//!    could not be read is waited for first, at most `failoverAfter` since the primary was lost:
+//!    it may hold acknowledged writes the others lack.
 //! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
 //!    switchover to an in-sync replica that stays, with writes paused until it has caught up.
 //! 6. A live master is labelled, not failed over (DESIGN §9.3): when the labelled primary is
@@ -61,6 +62,8 @@ pub enum Step {
     Promote { pod: String },
     /// `REPLICAOF <host> <port>`.
     Follow { pod: String, host: String },
+    /// `REPLICAOF` the fence: cut off whatever stream it is on, keeping its data.
+    Fence { pod: String },
     /// Planned handover: pause writes on `from`, wait until `to` has everything, promote `to`,
     /// move the label, make `from` follow `to`.
     Switchover { from: String, to: String },
@@ -131,16 +134,22 @@ pub fn decide(members: &[Member], settings: &Settings) -> Decision {
             role: None,
         })
         .collect();
+    let all: Vec<&Member> = members.iter().collect();
     let mut decision = match labelled.first() {
-        Some(primary) => with_primary(primary, &live, settings),
-        None => without_primary(&live, settings),
+        Some(primary) => with_primary(primary, &live, &all, settings),
+        None => without_primary(&live, &all, settings),
     };
     steps.append(&mut decision.steps);
     decision.steps = steps;
     decision
 }
 
-fn with_primary(primary: &Member, live: &[&Member], settings: &Settings) -> Decision {
+fn with_primary(
+    primary: &Member,
+    live: &[&Member],
+    all: &[&Member],
+    settings: &Settings,
+) -> Decision {
     let others: Vec<&Member> = live
         .iter()
         .copied()
@@ -194,44 +203,7 @@ fn with_primary(primary: &Member, live: &[&Member], settings: &Settings) -> Deci
             unhealthy_for.as_secs()
         )
     };
-    let candidate = best_replica(&others, primary.ip.as_deref(), settings.port);
-    let Some(candidate) = candidate else {
-        return Decision {
-            steps: Vec::new(),
-            primary: Some(primary.name.clone()),
-            health: Health::NoCandidate(format!(
-                "{why}, and no replica with its data is reachable"
-            )),
-            event: None,
-        };
-    };
-    // As without a primary: a replica that could not be read may hold writes the candidate lacks.
-    if let Some(reading) = unread_replicas(&others, candidate, settings) {
-        return Decision {
-            steps: Vec::new(),
-            primary: Some(primary.name.clone()),
-            health: Health::FailingOver(format!("{why}: {reading}")),
-            event: None,
-        };
-    }
-    let mut steps = vec![Step::Label {
-        pod: primary.name.clone(),
-        role: None,
-    }];
-    steps.extend(promote(candidate, live));
-    Decision {
-        steps,
-        primary: Some(candidate.name.clone()),
-        health: Health::FailingOver(format!("{why}: promoting {}", candidate.name)),
-        event: Some((
-            "PrimaryFailedOver",
-            format!(
-                "{why}; promoted {} (replication offset {})",
-                candidate.name,
-                candidate.redis.as_ref().map_or(0, RedisRole::offset)
-            ),
-        )),
-    }
+    fail_over(Some(primary), live, all, settings, why)
 }
 
 /// Rule 3 (and 5): a healthy primary.
@@ -330,37 +302,20 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
 }
 
 /// Rule 2 and the rest of rule 4: no pod carries the primary label.
-fn without_primary(live: &[&Member], settings: &Settings) -> Decision {
+fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> Decision {
     // Rule 6, as with an unhealthy labelled primary.
     if let Some(master) = live_master(live) {
         return adopted(master, adopt(master, live));
     }
-    // A server with data: it followed a primary (not only the fence), or it is one.
-    if let Some(candidate) = best_replica(live, None, settings.port) {
-        if let Some(reading) = unread_replicas(live, candidate, settings) {
-            return Decision {
-                steps: Vec::new(),
-                primary: None,
-                health: Health::FailingOver(format!("no primary: {reading}")),
-                event: None,
-            };
-        }
-        return Decision {
-            steps: promote(candidate, live),
-            primary: Some(candidate.name.clone()),
-            health: Health::FailingOver(format!(
-                "no pod is the primary: promoting {}",
-                candidate.name
-            )),
-            event: Some((
-                "PrimaryFailedOver",
-                format!(
-                    "the primary's pod is gone; promoted {} (replication offset {})",
-                    candidate.name,
-                    candidate.redis.as_ref().map_or(0, RedisRole::offset)
-                ),
-            )),
-        };
+    // A server that holds a primary's data: fail over to it.
+    if live.iter().any(|m| holds_data(m)) {
+        return fail_over(
+            None,
+            live,
+            all,
+            settings,
+            "no pod is the primary".to_owned(),
+        );
     }
     // Bootstrap: nobody has data; the lowest ordinal that exists becomes the primary.
     let Some(first) = live
@@ -445,7 +400,8 @@ fn electing() -> Decision {
     }
 }
 
-/// Steps making `candidate` the primary and every other reachable server its replica.
+/// Steps making `candidate` the primary and every other reachable server its replica (the
+/// bootstrap: no server holds data).
 fn promote(candidate: &Member, live: &[&Member]) -> Vec<Step> {
     let mut steps = Vec::new();
     if !matches!(candidate.redis, Some(RedisRole::Primary { .. })) {
@@ -469,6 +425,114 @@ fn promote(candidate: &Member, live: &[&Member]) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// Rule 4's order (DESIGN §9.1), in place of the primary `lost` (or of none: its pod gone).
+/// First every server still on a primary's stream is cut off (told to follow the fence; it keeps
+/// its data): the replicas, and the lost primary itself when it answers, terminating or not. A
+/// replica left on the old stream could acknowledge writes the new primary never gets, and then
+/// resync them away. The next pass reads the offsets after the cut, promotes the most advanced
+/// server that was linked to a primary, repoints the others, and moves the labels last.
+fn fail_over(
+    lost: Option<&Member>,
+    live: &[&Member],
+    all: &[&Member],
+    settings: &Settings,
+    why: String,
+) -> Decision {
+    let keep = |primary: Option<String>, health: Health| Decision {
+        steps: Vec::new(),
+        primary,
+        health,
+        event: None,
+    };
+    let lost_name = lost.map(|m| m.name.clone());
+    let on_a_stream: Vec<&Member> = all
+        .iter()
+        .copied()
+        .filter(|m| m.ip.is_some() && !m.process_gone)
+        .filter(|m| m.redis.as_ref().is_some_and(|r| !r.is_fenced()))
+        .collect();
+    if !on_a_stream.is_empty() {
+        let names: Vec<&str> = on_a_stream.iter().map(|m| m.name.as_str()).collect();
+        let mut decision = keep(
+            lost_name,
+            Health::FailingOver(format!(
+                "{why}: cutting {} off the old primary's stream before choosing the most \
+                 up-to-date replica",
+                names.join(", ")
+            )),
+        );
+        decision.steps = on_a_stream
+            .iter()
+            .map(|m| Step::Fence {
+                pod: m.name.clone(),
+            })
+            .collect();
+        return decision;
+    }
+    let others: Vec<&Member> = live
+        .iter()
+        .copied()
+        .filter(|m| Some(&m.name) != lost_name.as_ref())
+        .collect();
+    let Some(candidate) = best_replica(&others) else {
+        return keep(
+            lost_name,
+            Health::NoCandidate(format!("{why}, and no replica with its data is reachable")),
+        );
+    };
+    // A replica that could not be read may hold writes the candidate lacks.
+    if let Some(reading) = unread_replicas(&others, candidate, settings) {
+        return keep(lost_name, Health::FailingOver(format!("{why}: {reading}")));
+    }
+    let mut steps = vec![Step::Promote {
+        pod: candidate.name.clone(),
+    }];
+    if let Some(ip) = &candidate.ip {
+        for member in live
+            .iter()
+            .filter(|m| m.name != candidate.name && m.redis.is_some() && m.ip.is_some())
+        {
+            steps.push(Step::Follow {
+                pod: member.name.clone(),
+                host: ip.clone(),
+            });
+        }
+    }
+    if let Some(lost) = &lost_name {
+        steps.push(Step::Label {
+            pod: lost.clone(),
+            role: None,
+        });
+    }
+    steps.push(Step::Label {
+        pod: candidate.name.clone(),
+        role: Some(Label::Primary),
+    });
+    Decision {
+        steps,
+        primary: Some(candidate.name.clone()),
+        health: Health::FailingOver(format!("{why}: promoting {}", candidate.name)),
+        event: Some((
+            "PrimaryFailedOver",
+            format!(
+                "{why}; promoted {} (replication offset {})",
+                candidate.name,
+                candidate.redis.as_ref().map_or(0, RedisRole::offset)
+            ),
+        )),
+    }
+}
+
+/// A server holding a primary's data: a replica linked to one since its process started (on
+/// a stream now, or cut off by the operator), or a primary.
+fn holds_data(m: &Member) -> bool {
+    match &m.redis {
+        Some(RedisRole::Replica { linked, .. }) => *linked,
+        Some(RedisRole::Primary { .. }) => true,
+        None => false,
+    }
 }
 
 /// Before promoting `candidate`, in place of the primary lost (its pod gone, its redis-server
@@ -507,25 +571,15 @@ fn unread_replicas(live: &[&Member], candidate: &Member, settings: &Settings) ->
     ))
 }
 
-/// The reachable server with the most data: a replica that followed the lost primary (or any
-/// primary but the fence) or a server answering as a primary, highest replication offset first,
-/// then current, Ready, lowest ordinal.
-fn best_replica<'a>(
-    members: &[&'a Member],
-    lost_ip: Option<&str>,
-    port: u16,
-) -> Option<&'a Member> {
+/// The reachable replica with the most data, of those that were linked to a primary (one that
+/// never finished a sync holds nothing): highest replication offset first, then current, Ready,
+/// lowest ordinal.
+fn best_replica<'a>(members: &[&'a Member]) -> Option<&'a Member> {
     members
         .iter()
         .copied()
-        .filter(|m| m.ip.is_some())
-        .filter(|m| match &m.redis {
-            Some(r @ RedisRole::Replica { .. }) => {
-                !r.is_fenced() && (lost_ip.is_none_or(|ip| r.follows(ip, port)) || r.offset() > 0)
-            }
-            Some(RedisRole::Primary { .. }) => lost_ip.is_none(),
-            None => false,
-        })
+        .filter(|m| m.ip.is_some() && !m.process_gone)
+        .filter(|m| matches!(m.redis, Some(RedisRole::Replica { linked: true, .. })))
         .max_by_key(|m| {
             (
                 m.redis.as_ref().map_or(0, RedisRole::offset),

@@ -23,6 +23,7 @@ fn fenced(i: u32) -> Member {
             primary_host: FENCE_HOST.into(),
             primary_port: FENCE_PORT,
             link_up: false,
+            linked: false,
             offset: 0,
         }),
     }
@@ -55,10 +56,58 @@ fn replica(i: u32, of: u32, offset: i64) -> Member {
             primary_host: ip(of),
             primary_port: PORT,
             link_up: true,
+            linked: true,
             offset,
         }),
         ..fenced(i)
     }
+}
+
+/// `member` as the next pass reads it after the operator told it to follow the fence: cut off,
+/// its data and offset kept. As Redis 7.0 says it, a replica that had been linked still says so
+/// (seconds since the link went down), and a primary told to follow says it never was.
+fn cut_off(member: Member) -> Member {
+    let offset = member.redis.as_ref().map_or(0, RedisRole::offset);
+    let linked = matches!(member.redis, Some(RedisRole::Replica { linked: true, .. }));
+    Member {
+        redis: Some(RedisRole::Replica {
+            primary_host: FENCE_HOST.into(),
+            primary_port: FENCE_PORT,
+            link_up: false,
+            linked,
+            offset,
+        }),
+        ..member
+    }
+}
+
+/// The decision of the pass after the cut (DESIGN §9.1): the first pass must only cut every
+/// server still on a stream off it; the next one reads them cut off, and decides.
+fn decide_after_cut(members: &[Member], s: &Settings) -> Decision {
+    let first = decide(members, s);
+    let cut: Vec<String> = first
+        .steps
+        .iter()
+        .map(|step| match step {
+            Step::Fence { pod } => pod.clone(),
+            other => panic!("{other:?} before every server was cut off: {first:?}"),
+        })
+        .collect();
+    let members: Vec<Member> = members
+        .iter()
+        .cloned()
+        .map(|m| if cut.contains(&m.name) { cut_off(m) } else { m })
+        .collect();
+    let second = decide(&members, s);
+    assert!(
+        !second.steps.iter().any(|s| matches!(s, Step::Fence { .. })),
+        "cut twice: {second:?}"
+    );
+    second
+}
+
+fn fence(pod: &str) -> Step {
+    Step::Fence { pod: pod.into() }
 }
 
 fn settings(replicas: u32) -> Settings {
@@ -172,6 +221,7 @@ fn two_labelled_primaries_keep_the_serving_one() {
             primary_host: ip(0),
             primary_port: PORT,
             link_up: true,
+            linked: true,
             offset: 100,
         }),
         ..primary(1, 0, &[])
@@ -201,14 +251,14 @@ fn an_unreachable_primary_is_given_failover_after() {
     assert_eq!(d.primary.as_deref(), Some("r-0"));
 
     s.primary_unhealthy_for = Some(Duration::from_secs(10));
-    let d = decide(&members, &s);
+    let d = decide_after_cut(&members, &s);
     assert_eq!(
         d.steps,
         vec![
-            label("r-0", None),
             Step::Promote { pod: "r-1".into() },
-            label("r-1", Some(Label::Primary)),
             follow("r-2", 1),
+            label("r-0", None),
+            label("r-1", Some(Label::Primary)),
         ]
     );
     assert_eq!(d.primary.as_deref(), Some("r-1"));
@@ -224,7 +274,7 @@ fn the_replica_with_the_highest_offset_is_promoted() {
     };
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(Duration::from_secs(60));
-    let d = decide(&[lost, replica(1, 0, 70), replica(2, 0, 95)], &s);
+    let d = decide_after_cut(&[lost, replica(1, 0, 70), replica(2, 0, 95)], &s);
     assert_eq!(d.primary.as_deref(), Some("r-2"));
 }
 
@@ -235,18 +285,18 @@ fn a_restarted_primary_is_replaced_at_once_and_fenced() {
         label: Some(Label::Primary),
         ..fenced(0)
     };
-    let d = decide(
+    let d = decide_after_cut(
         &[restarted, replica(1, 0, 100), replica(2, 0, 100)],
         &settings(3),
     );
     assert_eq!(
         d.steps,
         vec![
-            label("r-0", None),
             Step::Promote { pod: "r-1".into() },
-            label("r-1", Some(Label::Primary)),
             follow("r-0", 1),
             follow("r-2", 1),
+            label("r-0", None),
+            label("r-1", Some(Label::Primary)),
         ]
     );
 }
@@ -277,14 +327,14 @@ fn with_the_primary_gone_an_unread_replica_is_waited_for_until_failover_after() 
     let members = [fenced(0), unread, replica(2, 0, 100)];
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(Duration::from_secs(1));
-    let d = decide(&members, &s);
+    let d = decide_after_cut(&members, &s);
     assert!(d.steps.is_empty(), "{d:?}");
     assert!(
         matches!(&d.health, Health::FailingOver(m) if m.contains("r-1")),
         "{d:?}"
     );
     s.primary_unhealthy_for = Some(s.failover_after);
-    let d = decide(&members, &s);
+    let d = decide_after_cut(&members, &s);
     assert_eq!(d.primary.as_deref(), Some("r-2"));
 }
 
@@ -301,7 +351,7 @@ fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
     let members = [restarted, unread, replica(2, 0, 100)];
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(Duration::from_secs(1));
-    let d = decide(&members, &s);
+    let d = decide_after_cut(&members, &s);
     assert!(d.steps.is_empty(), "{d:?}");
     assert_eq!(d.primary.as_deref(), Some("r-0"));
     assert!(
@@ -310,11 +360,11 @@ fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
     );
     // Read again, with more than r-2: r-1 is promoted.
     let members_read = [members[0].clone(), replica(1, 0, 120), replica(2, 0, 100)];
-    let d = decide(&members_read, &s);
+    let d = decide_after_cut(&members_read, &s);
     assert_eq!(d.primary.as_deref(), Some("r-1"));
     // Never read: after failoverAfter, the best readable one.
     s.primary_unhealthy_for = Some(s.failover_after);
-    let d = decide(&members, &s);
+    let d = decide_after_cut(&members, &s);
     assert_eq!(d.primary.as_deref(), Some("r-2"));
     assert!(d.steps.contains(&Step::Promote { pod: "r-2".into() }));
 }
@@ -331,14 +381,14 @@ fn an_unreachable_primary_waits_for_no_replica_after_failover_after() {
     unread.redis = None;
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(s.failover_after);
-    let d = decide(&[lost, unread, replica(2, 0, 100)], &s);
+    let d = decide_after_cut(&[lost, unread, replica(2, 0, 100)], &s);
     assert_eq!(d.primary.as_deref(), Some("r-2"));
 }
 
 #[test]
 fn the_primary_pod_gone_promotes_a_replica_with_its_data_not_the_new_empty_pod() {
     // r-0 was deleted and recreated: a fresh fenced pod without a label.
-    let d = decide(
+    let d = decide_after_cut(
         &[fenced(0), replica(1, 0, 100), replica(2, 0, 120)],
         &settings(3),
     );
@@ -396,8 +446,16 @@ fn terminating_pods_take_no_part() {
         terminating: true,
         ..primary(0, 100, &[])
     };
-    let d = decide(&[leaving, replica(1, 0, 100)], &settings(2));
+    let members = [leaving, replica(1, 0, 100)];
+    // A terminating primary is never a candidate, but its redis-server is cut off too (its
+    // container may run on while the pod terminates).
+    assert_eq!(
+        decide(&members, &settings(2)).steps,
+        vec![fence("r-0"), fence("r-1")]
+    );
+    let d = decide_after_cut(&members, &settings(2));
     assert_eq!(d.primary.as_deref(), Some("r-1"));
+    assert!(!d.steps.contains(&follow("r-0", 1)), "{d:?}");
 }
 
 #[test]
@@ -409,7 +467,7 @@ fn a_primary_whose_container_is_not_running_is_replaced_at_once() {
         redis: None,
         ..primary(0, 100, &[])
     };
-    let d = decide(&[dead, replica(1, 0, 100)], &settings(2));
+    let d = decide_after_cut(&[dead, replica(1, 0, 100)], &settings(2));
     assert_eq!(d.primary.as_deref(), Some("r-1"));
 }
 
@@ -446,4 +504,91 @@ fn a_live_master_other_than_the_lost_primary_is_labelled_not_failed_over() {
     let d = decide(&[promoted, replica(2, 1, 120)], &s);
     assert_eq!(d.steps, vec![label("r-1", Some(Label::Primary))]);
     assert_eq!(d.primary.as_deref(), Some("r-1"));
+}
+
+#[test]
+fn a_failover_cuts_every_replica_off_the_old_stream_before_promoting_the_most_advanced() {
+    // r-0 is not Ready but its redis-server still runs and streams to r-1 (its container was
+    // force-deleted, or it is cut off from the kubelet): promoting r-2 while r-1 still follows
+    // r-0 would let r-1 acknowledge writes r-2 never gets, then resync them away.
+    let lost = Member {
+        ready: false,
+        ..primary(0, 130, &[1, 2])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(60));
+    let members = [lost.clone(), replica(1, 0, 120), replica(2, 0, 125)];
+    let d = decide(&members, &s);
+    assert_eq!(
+        d.steps,
+        vec![fence("r-0"), fence("r-1"), fence("r-2")],
+        "the old primary too, since it answers; nothing promoted yet"
+    );
+    assert_eq!(
+        d.primary.as_deref(),
+        Some("r-0"),
+        "the label stays until the promotion"
+    );
+    assert!(matches!(d.health, Health::FailingOver(_)), "{:?}", d.health);
+    assert_eq!(d.event, None);
+
+    // The next pass reads the offsets after the cut: r-1 got more in the meantime.
+    let members = [
+        cut_off(lost),
+        cut_off(replica(1, 0, 128)),
+        cut_off(replica(2, 0, 125)),
+    ];
+    let d = decide(&members, &s);
+    assert_eq!(
+        d.steps,
+        vec![
+            Step::Promote { pod: "r-1".into() },
+            follow("r-0", 1),
+            follow("r-2", 1),
+            label("r-0", None),
+            label("r-1", Some(Label::Primary)),
+        ],
+        "the rest repointed, the labels moved last"
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    assert_eq!(d.event.map(|e| e.0), Some("PrimaryFailedOver"));
+}
+
+#[test]
+fn a_replica_that_never_finished_a_sync_is_not_promoted() {
+    // r-2 is in its first full sync from r-0 (offset ~1, never linked): it holds nothing.
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let syncing = Member {
+        redis: Some(RedisRole::Replica {
+            primary_host: ip(0),
+            primary_port: PORT,
+            link_up: false,
+            linked: false,
+            offset: 1,
+        }),
+        ..replica(2, 0, 1)
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(60));
+    let d = decide_after_cut(
+        &[lost.clone(), cut_off(replica(1, 0, 90)), syncing.clone()],
+        &s,
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"), "{:?}", d.steps);
+    assert!(
+        d.steps.contains(&follow("r-2", 1)),
+        "it syncs from the new primary: {:?}",
+        d.steps
+    );
+    let d = decide_after_cut(&[lost, syncing], &s);
+    assert!(
+        !d.steps.iter().any(|s| matches!(s, Step::Promote { .. })),
+        "{:?}",
+        d.steps
+    );
+    assert!(matches!(d.health, Health::NoCandidate(_)), "{:?}", d.health);
 }
