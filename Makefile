@@ -183,6 +183,17 @@ e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local tes
 	$(CARGO) build $(CARGO_FLAGS) --bins
 	$(CARGO) test $(CARGO_FLAGS) -p e2e -- $(E2E_ARGS)
 
+# `make chaos ROUNDS=200`: the randomized fault test (crates/e2e/tests/chaos.rs) with ROUNDS faults
+# (`make test` runs its default, 4); SEED replays a run (CHAOS_SEED, printed by every run).
+ROUNDS ?= 50
+SEED ?=
+
+.PHONY: chaos
+chaos: ## Run the randomized fault test for ROUNDS faults on the real node and print its history's counts (no acknowledged write lost, no two primaries at once).
+	$(if $(KUBECONFIG),@echo "chaos: testing the cluster of KUBECONFIG=$(KUBECONFIG) (it needs the local bed's real node and kube-apiserver pid file)",$(CLUSTER_SCRIPTS)/up.sh && $(MAKE) --no-print-directory images)
+	$(CARGO) build $(CARGO_FLAGS) --bins
+	CHAOS_ROUNDS=$(ROUNDS) $(if $(SEED),CHAOS_SEED=$(SEED)) $(CARGO) test $(CARGO_FLAGS) -p e2e --test chaos -- --nocapture
+
 ##@ Benchmarks
 
 # Arguments for bench-controller, e.g. `make bench-controller BENCH_ARGS="--count 20 --idle 10"` (`--help` lists them).

@@ -1,0 +1,531 @@
+//! Randomized faults against a Replication Redis on the real node, Jepsen's way (DESIGN §9,
+//! issue "Failover that never loses an acknowledged write"): two writers do unique-key `SET` +
+//! `WAIT 1` through the `<name>` Service and record every write with the pod that acknowledged
+//! it and when; a seeded random sequence of faults hits the primary, the controller and the API
+//! server; a checker reads the whole history at the end.
+//!
+//! Checked: every acknowledged key is on the final primary with its value; no two pods
+//! acknowledged writes as primary at overlapping times; the Redis is Ready with every member
+//! linked after each fault. Counts per fault kind are printed; nothing is timed.
+//!
+//! `CHAOS_ROUNDS` (default 4, `make chaos ROUNDS=N` for long runs) and `CHAOS_SEED` (default:
+//! from the clock, printed, to replay a run).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use e2e::node::{self, REDIS_IMAGE};
+use e2e::operator::Controller;
+use e2e::{Context, Error, TestNamespace, repo_root, seen, wait_for};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+const NAME: &str = "cache";
+const PORT: u16 = 6379;
+const PASSWORD: &str = "chaos-password";
+const FAILOVER_AFTER: Duration = Duration::from_secs(3);
+const CONVERGE: Duration = Duration::from_secs(180);
+const DEFAULT_ROUNDS: usize = 4;
+
+/// What a round does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Fault {
+    /// The primary's pod deleted with no grace: its container may run on for a moment.
+    PodForceDelete,
+    /// The primary's pod deleted as `kubectl delete` does.
+    PodGracefulDelete,
+    /// `SHUTDOWN NOSAVE` on the primary: its redis-server exits, the container restarts empty.
+    ShutdownNosave,
+    /// SIGKILL of the primary's redis-server.
+    ContainerKill,
+    /// SIGSTOP of the primary's redis-server for longer than failoverAfter, then SIGCONT: it
+    /// comes back believing it is the primary.
+    PrimaryFreeze,
+    /// The primary's redis-server killed, then the controller killed (-9) mid-failover and a
+    /// new one started.
+    ControllerKill,
+    /// The primary's redis-server killed, then the controller stopped (SIGSTOP) for a few
+    /// seconds: a starved controller.
+    ControllerStarve,
+    /// The primary's redis-server killed, then kube-apiserver stopped (SIGSTOP) for a few
+    /// seconds while the controller fails over.
+    ApiServerPause,
+}
+
+const FAULTS: [Fault; 8] = [
+    Fault::PodForceDelete,
+    Fault::PodGracefulDelete,
+    Fault::ShutdownNosave,
+    Fault::ContainerKill,
+    Fault::PrimaryFreeze,
+    Fault::ControllerKill,
+    Fault::ControllerStarve,
+    Fault::ApiServerPause,
+];
+
+fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
+    Error::Process {
+        what: what.into(),
+        reason: reason.into(),
+    }
+}
+
+fn env_number(name: &str) -> Result<Option<u64>, Error> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|e| process_error(format!("reading {name}={v}"), format!("{e}"))),
+        Err(_) => Ok(None),
+    }
+}
+
+/// One write a writer saw acknowledged by `WAIT 1`: its key and value, the pod IP that
+/// acknowledged it, and when it was sent and acknowledged.
+#[derive(Debug, Clone)]
+struct Ack {
+    key: String,
+    value: u64,
+    server: String,
+    sent: Instant,
+    acked: Instant,
+}
+
+#[derive(Default)]
+struct History {
+    acks: Vec<Ack>,
+    /// Writes refused or not acknowledged by a replica (not promised, so not checked).
+    unacknowledged: u64,
+}
+
+/// A writer of unique keys `w<id>-<n>` through `host`, each write followed by `WAIT 1 1000`;
+/// reconnects after any error. Each connection asks the server its own address (`CLIENT
+/// INFO`'s `laddr`), so each acknowledgement is attributed to a pod.
+struct Writer {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    fn start(id: u32, host: String, history: Arc<Mutex<History>>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let url = format!("redis://:{PASSWORD}@{host}:{PORT}/");
+            let Ok(client) = redis::Client::open(url) else {
+                return;
+            };
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(1)))
+                .set_response_timeout(Some(Duration::from_secs(2)));
+            let mut connection: Option<(redis::aio::MultiplexedConnection, String)> = None;
+            let mut n = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                if connection.is_none() {
+                    connection = connect(&client, &config).await;
+                }
+                let Some((con, server)) = connection.as_mut() else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                n += 1;
+                let key = format!("w{id}-{n}");
+                let sent = Instant::now();
+                let written: redis::RedisResult<()> =
+                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
+                let replicas: redis::RedisResult<i64> = match written {
+                    Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
+                    Err(e) => Err(e),
+                };
+                let acked = Instant::now();
+                let failed = replicas.is_err();
+                {
+                    let mut history = history.lock().unwrap_or_else(|e| e.into_inner());
+                    match replicas {
+                        Ok(r) if r >= 1 => history.acks.push(Ack {
+                            key,
+                            value: n,
+                            server: server.clone(),
+                            sent,
+                            acked,
+                        }),
+                        _ => history.unacknowledged += 1,
+                    }
+                }
+                if failed {
+                    connection = None;
+                }
+                if connection.is_none() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        });
+        Writer { stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.task.await;
+    }
+}
+
+/// A connection, and the address of the server it reached (through the Service's DNAT, the
+/// pod's own IP).
+async fn connect(
+    client: &redis::Client,
+    config: &redis::AsyncConnectionConfig,
+) -> Option<(redis::aio::MultiplexedConnection, String)> {
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(config)
+        .await
+        .ok()?;
+    let info: String = redis::cmd("CLIENT")
+        .arg("INFO")
+        .query_async(&mut con)
+        .await
+        .ok()?;
+    let laddr = info
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("laddr="))?;
+    let (ip, _) = laddr.rsplit_once(':')?;
+    Some((con, ip.to_owned()))
+}
+
+/// Pairs of acknowledgements by two different pods whose (sent, acknowledged) intervals
+/// overlap: two primaries acknowledging writes at once.
+fn overlapping(acks: &[Ack]) -> Vec<(Ack, Ack)> {
+    let mut sorted: Vec<&Ack> = acks.iter().collect();
+    sorted.sort_by_key(|a| a.sent);
+    let mut found = Vec::new();
+    // The latest-ending acknowledgement of each server so far.
+    let mut open: BTreeMap<&str, &Ack> = BTreeMap::new();
+    for ack in sorted {
+        for (server, other) in &open {
+            if *server != ack.server && other.acked > ack.sent {
+                found.push(((*other).clone(), ack.clone()));
+            }
+        }
+        let entry = open.entry(ack.server.as_str()).or_insert(ack);
+        if ack.acked > entry.acked {
+            *entry = ack;
+        }
+    }
+    found
+}
+
+/// The bed's kube-apiserver process (the chaos test pauses it): from its pid file.
+fn api_server_pid() -> Result<u32, Error> {
+    let dir = std::env::var_os("CLUSTER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".cluster"));
+    let file = dir.join("pids/kube-apiserver.pid");
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        process_error(
+            format!("reading {}", file.display()),
+            format!("{e} (the API-server fault needs the local test bed: make cluster-up)"),
+        )
+    })?;
+    text.trim()
+        .parse()
+        .map_err(|e| process_error(format!("reading {}", file.display()), format!("{e}")))
+}
+
+async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
+    let pods: Api<Pod> = ns.api();
+    pods.get(name).await.context(format!("reading pod {name}"))
+}
+
+async fn redis_pid(ns: &TestNamespace, name: &str) -> Result<u32, Error> {
+    let victim = pod(ns, name).await?;
+    node::container_pid(&victim, "redis")
+        .await
+        .map_err(|reason| process_error(format!("finding {name}'s redis-server"), reason))
+}
+
+async fn signal(pid: u32, sig: &str, what: &str) -> Result<(), Error> {
+    node::signal(pid, sig)
+        .await
+        .map_err(|reason| process_error(format!("{sig} to {what}"), reason))
+}
+
+/// The test's world: what the faults act on.
+struct Bed {
+    ns: TestNamespace,
+    operator: e2e::operator::Operator,
+    controllers_started: u32,
+}
+
+impl Bed {
+    /// Applies `fault` to the current `primary`.
+    async fn inject(&mut self, fault: Fault, primary: &str, rng: &mut StdRng) -> Result<(), Error> {
+        let pods: Api<Pod> = self.ns.api();
+        match fault {
+            Fault::PodForceDelete => {
+                pods.delete(primary, &DeleteParams::default().grace_period(0))
+                    .await
+                    .context(format!("force-deleting {primary}"))?;
+            }
+            Fault::PodGracefulDelete => {
+                pods.delete(primary, &DeleteParams::default())
+                    .await
+                    .context(format!("deleting {primary}"))?;
+            }
+            Fault::ShutdownNosave => {
+                let ip = node::pod_ip(&pod(&self.ns, primary).await?)
+                    .unwrap_or_default()
+                    .to_owned();
+                // The server exits before it answers: the error is the expected outcome.
+                let _ = node::redis_cli(
+                    &ip,
+                    PORT,
+                    &["-a", PASSWORD, "--no-auth-warning", "SHUTDOWN", "NOSAVE"],
+                )
+                .await;
+            }
+            Fault::ContainerKill => {
+                let pid = redis_pid(&self.ns, primary).await?;
+                signal(pid, "KILL", primary).await?;
+            }
+            Fault::PrimaryFreeze => {
+                let pid = redis_pid(&self.ns, primary).await?;
+                signal(pid, "STOP", primary).await?;
+                tokio::time::sleep(FAILOVER_AFTER * 2 + Duration::from_secs(3)).await;
+                signal(pid, "CONT", primary).await?;
+            }
+            Fault::ControllerKill => {
+                let pid = redis_pid(&self.ns, primary).await?;
+                signal(pid, "KILL", primary).await?;
+                tokio::time::sleep(Duration::from_millis(rng.random_range(0..2500))).await;
+                self.operator.controller.process.kill();
+                self.controllers_started += 1;
+                let name = format!("redis-controller-{}", self.controllers_started);
+                let mut controller =
+                    Controller::start(&self.ns, &self.operator.identity, &name, &[]).await?;
+                controller.wait_ready(Duration::from_secs(60)).await?;
+                self.operator.controller = controller;
+            }
+            Fault::ControllerStarve => {
+                let pid = redis_pid(&self.ns, primary).await?;
+                signal(pid, "KILL", primary).await?;
+                tokio::time::sleep(Duration::from_millis(rng.random_range(0..2500))).await;
+                let controller = self.operator.controller.process.pid();
+                signal(controller, "STOP", "the controller").await?;
+                tokio::time::sleep(Duration::from_secs(rng.random_range(3..8))).await;
+                signal(controller, "CONT", "the controller").await?;
+            }
+            Fault::ApiServerPause => {
+                let api_server = api_server_pid()?;
+                let pid = redis_pid(&self.ns, primary).await?;
+                signal(pid, "KILL", primary).await?;
+                tokio::time::sleep(Duration::from_millis(rng.random_range(0..2500))).await;
+                signal(api_server, "STOP", "kube-apiserver").await?;
+                tokio::time::sleep(Duration::from_secs(rng.random_range(2..5))).await;
+                signal(api_server, "CONT", "kube-apiserver").await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn service_ip(ns: &TestNamespace) -> Result<String, Error> {
+    let services: Api<Service> = ns.api();
+    wait_for(&format!("Service {NAME}"), CONVERGE, || async {
+        let service = services.get(NAME).await.map_err(seen)?;
+        service
+            .spec
+            .and_then(|s| s.cluster_ip)
+            .filter(|ip| ip != "None")
+            .ok_or_else(|| "no ClusterIP".to_owned())
+    })
+    .await
+}
+
+/// Every acknowledged key on `host` with its value: the keys lost.
+async fn lost_on(host: &str, acks: &[Ack]) -> Result<Vec<String>, Error> {
+    let client = redis::Client::open(format!("redis://:{PASSWORD}@{host}:{PORT}/"))
+        .map_err(|e| process_error("redis client", e.to_string()))?;
+    let mut con = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
+    let mut lost = Vec::new();
+    for chunk in acks.chunks(500) {
+        let keys: Vec<&str> = chunk.iter().map(|a| a.key.as_str()).collect();
+        let values: Vec<Option<u64>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| process_error("MGET", e.to_string()))?;
+        for (ack, value) in chunk.iter().zip(values) {
+            if value != Some(ack.value) {
+                lost.push(ack.key.clone());
+            }
+        }
+    }
+    Ok(lost)
+}
+
+/// A 3-pod Replication Redis with auth under a random sequence of faults; the history checked.
+#[tokio::test]
+async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
+    let rounds = env_number("CHAOS_ROUNDS")?.map_or(DEFAULT_ROUNDS, |n| n as usize);
+    let seed = match env_number("CHAOS_SEED")? {
+        Some(seed) => seed,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    };
+    eprintln!("chaos: {rounds} rounds, CHAOS_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    // The API-server fault needs the bed's kube-apiserver: fail now, not in the middle.
+    api_server_pid()?;
+
+    let (_cluster, ns, operator) = node::setup("chaos").await?;
+    let secrets: Api<Secret> = ns.api();
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("chaos-auth".into()),
+            ..Default::default()
+        },
+        string_data: Some(BTreeMap::from([(
+            "password".to_owned(),
+            PASSWORD.to_owned(),
+        )])),
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .context("creating the Secret")?;
+    let spec = RedisSpec {
+        replicas: Some(3),
+        image: Some(REDIS_IMAGE.into()),
+        mode: Some(Mode::Replication),
+        replication: Some(ReplicationSpec {
+            failover_after: Some(format!("{}s", FAILOVER_AFTER.as_secs())),
+            ..ReplicationSpec::default()
+        }),
+        auth: Some(AuthSpec {
+            secret_ref: SecretKeyRef {
+                name: "chaos-auth".into(),
+                key: None,
+            },
+        }),
+        ..RedisSpec::default()
+    };
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &Redis::new(NAME, spec))
+        .await
+        .context("creating the Redis")?;
+    let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let service = service_ip(&ns).await?;
+    let history = Arc::new(Mutex::new(History::default()));
+    let writers: Vec<Writer> = (0..2)
+        .map(|id| Writer::start(id, service.clone(), history.clone()))
+        .collect();
+    let mut bed = Bed {
+        ns,
+        operator,
+        controllers_started: 0,
+    };
+
+    let mut injected: BTreeMap<Fault, u32> = BTreeMap::new();
+    let mut outcome = Ok(());
+    for round in 1..=rounds {
+        let fault = FAULTS[rng.random_range(0..FAULTS.len())];
+        tokio::time::sleep(Duration::from_millis(rng.random_range(1000..3000))).await;
+        eprintln!("chaos round {round}/{rounds}: {fault:?} on {primary}");
+        if let Err(e) = bed.inject(fault, &primary, &mut rng).await {
+            outcome = Err(e);
+            break;
+        }
+        *injected.entry(fault).or_default() += 1;
+        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await {
+            Ok(now) => primary = now,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for writer in writers {
+        writer.stop().await;
+    }
+    outcome?;
+
+    let history = std::mem::take(&mut *history.lock().unwrap_or_else(|e| e.into_inner()));
+    let final_ip = node::pod_ip(&pod(&bed.ns, &primary).await?)
+        .unwrap_or_default()
+        .to_owned();
+    let lost = lost_on(&final_ip, &history.acks).await?;
+    let overlaps = overlapping(&history.acks);
+    let servers: BTreeSet<&str> = history.acks.iter().map(|a| a.server.as_str()).collect();
+    let counts: Vec<String> = injected
+        .iter()
+        .map(|(f, n)| format!("{f:?} x{n}"))
+        .collect();
+    eprintln!(
+        "chaos: {rounds} faults ({}), seed {seed}: {} writes acknowledged by {} primaries, {} \
+         not acknowledged, {} lost, {} overlapping acknowledgements",
+        counts.join(", "),
+        history.acks.len(),
+        servers.len(),
+        history.unacknowledged,
+        lost.len(),
+        overlaps.len()
+    );
+    assert!(
+        history.acks.len() > 20,
+        "too few writes acknowledged to judge: {}",
+        history.acks.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged writes lost (seed {seed}): {:?}",
+        lost.len(),
+        &lost[..lost.len().min(20)]
+    );
+    assert!(
+        overlaps.is_empty(),
+        "two primaries acknowledged writes at once (seed {seed}): {:?}",
+        overlaps
+            .iter()
+            .take(5)
+            .map(|(a, b)| format!("{} by {} / {} by {}", a.key, a.server, b.key, b.server))
+            .collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+#[test]
+fn the_checker_finds_two_primaries_acknowledging_at_once() {
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let ack = |key: &str, server: &str, sent: u64, acked: u64| Ack {
+        key: key.into(),
+        value: 1,
+        server: server.into(),
+        sent: at(sent),
+        acked: at(acked),
+    };
+    // One primary after the other: no overlap.
+    let handover = [
+        ack("a", "10.0.0.1", 0, 10),
+        ack("b", "10.0.0.1", 20, 30),
+        ack("c", "10.0.0.2", 40, 50),
+    ];
+    assert!(overlapping(&handover).is_empty());
+    // Writer 2 acknowledged by the new primary while writer 1's write was still being
+    // acknowledged by the old one.
+    let split = [ack("a", "10.0.0.1", 0, 100), ack("b", "10.0.0.2", 50, 60)];
+    assert_eq!(overlapping(&split).len(), 1);
+}
