@@ -336,15 +336,20 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
     }
 }
 
-/// A live server other than the labelled primary that answers as a primary (as
-/// [`best_replica`] ranks: most data, then current, Ready, lowest ordinal); only one with an IP
-/// whose process runs.
+/// A live server other than the labelled primary that answers as a primary and streams to a
+/// replica (as [`best_replica`] ranks: most data, then current, Ready, lowest ordinal); only one
+/// with an IP whose process runs. A primary the operator promoted has its replicas repointed to
+/// it in the same pass; an old primary that comes back after a failover (it was frozen, or cut
+/// off) still answers as one but streams to nobody, and must follow, not lead.
 fn live_master<'a>(others: &[&'a Member]) -> Option<&'a Member> {
     others
         .iter()
         .copied()
         .filter(|m| m.ip.is_some() && !m.process_gone)
-        .filter(|m| matches!(m.redis, Some(RedisRole::Primary { .. })))
+        .filter(|m| {
+            matches!(&m.redis, Some(RedisRole::Primary { replicas, .. })
+                if replicas.iter().any(|link| link.online))
+        })
         .max_by_key(|m| {
             (
                 m.redis.as_ref().map_or(0, RedisRole::offset),

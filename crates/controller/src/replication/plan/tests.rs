@@ -507,6 +507,30 @@ fn a_live_master_other_than_the_lost_primary_is_labelled_not_failed_over() {
 }
 
 #[test]
+fn an_old_primary_back_after_a_failover_is_not_labelled_again() {
+    // r-0 was frozen past failoverAfter; r-1 was promoted and r-2 follows it. r-0 resumes,
+    // still a primary in its own eyes, streaming to nobody, while r-1 is briefly not Ready:
+    // r-0 must not be made the primary again (its data is behind r-1's).
+    let resumed = Member {
+        label: None,
+        ..primary(0, 100, &[])
+    };
+    let briefly_unready = Member {
+        ready: false,
+        ..primary(1, 150, &[2])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let d = decide(&[resumed, briefly_unready, replica(2, 1, 150)], &s);
+    assert!(
+        !d.steps.contains(&label("r-0", Some(Label::Primary))),
+        "{:?}",
+        d.steps
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+}
+
+#[test]
 fn a_failover_cuts_every_replica_off_the_old_stream_before_promoting_the_most_advanced() {
     // r-0 is not Ready but its redis-server still runs and streams to r-1 (its container was
     // force-deleted, or it is cut off from the kubelet): promoting r-2 while r-1 still follows
