@@ -270,19 +270,31 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
                 pod: member.name.clone(),
                 host: ip.to_owned(),
             });
+            // It serves nothing of this primary's until it is linked (say, it restarted empty):
+            // out of `<name>-replicas` meanwhile.
+            if member.label == Some(Label::Replica) {
+                steps.push(Step::Label {
+                    pod: member.name.clone(),
+                    role: None,
+                });
+            }
             lagging.push(format!("{} not linked yet", member.name));
             continue;
-        }
-        if member.label != Some(Label::Replica) {
-            steps.push(Step::Label {
-                pod: member.name.clone(),
-                role: Some(Label::Replica),
-            });
         }
         let link = member
             .ip
             .as_deref()
             .and_then(|mip| links.iter().find(|l| l.ip == mip));
+        // Labelled (into `<name>-replicas`) once the primary lists it online: not during its
+        // first full sync. A label already there stays while it lags: the failover rules wait
+        // for a labelled replica that could not be read.
+        let online = link.is_some_and(|l| l.online);
+        if online && member.label != Some(Label::Replica) {
+            steps.push(Step::Label {
+                pod: member.name.clone(),
+                role: Some(Label::Replica),
+            });
+        }
         match link {
             Some(l) if l.online && l.lag <= settings.max_lag_seconds => {}
             Some(l) if l.online => lagging.push(format!("{} lags {}s", member.name, l.lag)),

@@ -616,3 +616,30 @@ fn a_replica_that_never_finished_a_sync_is_not_promoted() {
     );
     assert!(matches!(d.health, Health::NoCandidate(_)), "{:?}", d.health);
 }
+
+#[test]
+fn only_a_linked_replica_serves_reads_behind_the_replicas_service() {
+    // r-1 is in its first full sync from r-0 (it follows, the primary does not list it online
+    // yet); r-2 restarted (fenced, empty) but still carries the replica label.
+    let syncing = Member {
+        label: None,
+        redis: Some(RedisRole::Replica {
+            primary_host: ip(0),
+            primary_port: PORT,
+            link_up: false,
+            linked: false,
+            offset: 1,
+        }),
+        ..replica(1, 0, 1)
+    };
+    let restarted = Member {
+        label: Some(Label::Replica),
+        ..fenced(2)
+    };
+    let d = decide(&[primary(0, 100, &[]), syncing, restarted], &settings(3));
+    assert_eq!(
+        d.steps,
+        vec![follow("r-2", 0), label("r-2", None)],
+        "r-1 is labelled once linked; r-2 leaves <name>-replicas until it is"
+    );
+}
