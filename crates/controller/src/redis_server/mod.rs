@@ -118,9 +118,9 @@ impl Server<'_> {
     }
 
     /// `REPLICAOF host port`.
-    pub async fn follow(&self, host: &str) -> Result<(), Error> {
+    pub async fn follow(&self, host: &str, port: u16) -> Result<(), Error> {
         let mut command = redis::cmd("REPLICAOF");
-        command.arg(host).arg(self.port);
+        command.arg(host).arg(port);
         self.run(&command).await.map_err(|e| self.failed(e))
     }
 
@@ -164,10 +164,13 @@ impl Server<'_> {
     }
 }
 
-/// A planned handover from `from` (a healthy primary) to `to` (its replica): writes on `from`
-/// are paused, `to` catches up to `from`'s offset, is promoted, and `from` follows it. No write
-/// `from` acknowledged is lost. `move_label` runs between the promotion and the repointing (the
-/// Service must never select a replica that refuses writes for longer than that).
+/// A planned handover from `from` (a healthy primary) to `to` (its replica), DESIGN §9.4: writes
+/// on `from` are paused (the pause renewed while `to` catches up to `from`'s offset), `to` is
+/// promoted, `from` follows it, and only then does `move_label` run (the Services move) and the
+/// pause end. `from` never takes a write after the heir's promotion: were it still a primary
+/// when a slow label move outlasted the pause, a write it took would be acknowledged by a
+/// replica still following it and then resynced away. When `from` cannot be repointed it is
+/// left paused and cut off as a last resort.
 pub async fn switchover<F, Fut>(
     from: Server<'_>,
     to: Server<'_>,
@@ -178,14 +181,8 @@ where
     Fut: std::future::Future<Output = Result<(), Error>>,
 {
     let mut old = from.connect().await.map_err(|e| from.failed(e))?;
-    let () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(SWITCHOVER_PAUSE_MS)
-        .arg("WRITE")
-        .query_async(&mut old)
-        .await
-        .map_err(|e| from.refused(format!("pausing writes on the primary: {e}")))?;
-    let result = async {
+    pause_writes(&from, &mut old).await?;
+    let caught_up = async {
         let target = match from.observe().await?.role {
             RedisRole::Primary { offset, .. } => offset,
             RedisRole::Replica { .. } => {
@@ -195,22 +192,48 @@ where
         let deadline = tokio::time::Instant::now() + SWITCHOVER_CATCH_UP;
         loop {
             if to.observe().await?.role.offset() >= target {
-                break;
+                return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(from.refused(format!("the heir did not reach offset {target} in time")));
             }
+            pause_writes(&from, &mut old).await?;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        to.promote().await?;
-        move_label().await?;
-        from.follow(to.ip).await
     }
     .await;
-    // Writes were refused for the handover only; once `from` follows, they are refused anyway.
-    let _: redis::RedisResult<()> = redis::cmd("CLIENT")
-        .arg("UNPAUSE")
-        .query_async(&mut old)
-        .await;
-    result
+    if let Err(e) = caught_up {
+        unpause_writes(&mut old).await;
+        return Err(e);
+    }
+    if let Err(e) = to.promote().await {
+        // Nothing changed hands: `from` is still the primary.
+        unpause_writes(&mut old).await;
+        return Err(e);
+    }
+    // From here on `to` is a primary: `from` must not take another write.
+    if let Err(e) = from.follow(to.ip, to.port).await {
+        let _ = from.fence().await;
+        return Err(e);
+    }
+    let labelled = move_label().await;
+    // A replica now: writes sent to it are refused, paused or not.
+    unpause_writes(&mut old).await;
+    labelled
+}
+
+/// `CLIENT PAUSE <SWITCHOVER_PAUSE_MS> WRITE`: also renews a pause already in force.
+async fn pause_writes(server: &Server<'_>, con: &mut MultiplexedConnection) -> Result<(), Error> {
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(SWITCHOVER_PAUSE_MS)
+        .arg("WRITE")
+        .query_async::<()>(con)
+        .await
+        .map_err(|e| server.refused(format!("pausing writes on the primary: {e}")))
+}
+
+/// `CLIENT UNPAUSE`, best effort (the pause runs out by itself).
+async fn unpause_writes(con: &mut MultiplexedConnection) {
+    let _: redis::RedisResult<()> = redis::cmd("CLIENT").arg("UNPAUSE").query_async(con).await;
 }

@@ -298,7 +298,7 @@ async fn run_step<'a>(
     match step {
         Step::Label { pod, role } => label(pass, pod, *role).await,
         Step::Promote { pod } => at(pod)?.promote().await,
-        Step::Follow { pod, host } => at(pod)?.follow(host).await,
+        Step::Follow { pod, host } => at(pod)?.follow(host, pass.port).await,
         Step::Fence { pod } => at(pod)?.fence().await,
         Step::Switchover { from, to } => {
             let move_label = || async {

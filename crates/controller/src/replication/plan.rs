@@ -65,7 +65,8 @@ pub enum Step {
     /// `REPLICAOF` the fence: cut off whatever stream it is on, keeping its data.
     Fence { pod: String },
     /// Planned handover: pause writes on `from`, wait until `to` has everything, promote `to`,
-    /// move the label, make `from` follow `to`.
+    /// make `from` follow `to`, then move the labels and unpause (see
+    /// [`crate::redis_server::switchover`]).
     Switchover { from: String, to: String },
 }
 
