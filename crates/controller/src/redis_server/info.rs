@@ -93,6 +93,22 @@ impl RedisRole {
     }
 }
 
+/// The keys of every database in the text of `INFO keyspace` (`db0:keys=3,expires=0,...`).
+pub fn keys(info: &str) -> u64 {
+    info.lines()
+        .filter(|l| l.trim_start().starts_with("db"))
+        .filter_map(|l| {
+            let (_, fields) = l.split_once(':')?;
+            fields
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("keys="))?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .fold(0, u64::saturating_add)
+}
+
 impl ReplicaLink {
     fn parse(line: &str) -> Option<Self> {
         let (key, value) = line.trim().split_once(':')?;
@@ -195,6 +211,15 @@ mod tests {
         assert!(linked(cut));
         assert!(!linked(new));
         assert!(linked(REPLICA), "the link is up");
+    }
+
+    #[test]
+    fn keys_are_counted_over_every_database() {
+        let info =
+            "# Keyspace\r\ndb0:keys=3,expires=0,avg_ttl=0\r\ndb5:keys=10,expires=1,avg_ttl=9\r\n";
+        assert_eq!(keys(info), 13);
+        assert_eq!(keys("# Keyspace\r\n"), 0);
+        assert_eq!(keys("db0:keys=x\r\n"), 0, "not a number: not counted");
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct Observed {
     pub role: RedisRole,
     /// `min-replicas-to-write`, `min-replicas-max-lag` as configured now.
     pub min_replicas: (i64, i64),
+    /// The keys it holds, over every database (`INFO keyspace`).
+    pub keys: u64,
 }
 
 impl Server<'_> {
@@ -82,6 +84,11 @@ impl Server<'_> {
             .map_err(|e| self.failed(e))?;
         let role = RedisRole::parse(&info)
             .ok_or_else(|| self.refused("INFO replication said no role".to_owned()))?;
+        let keyspace: String = redis::cmd("INFO")
+            .arg("keyspace")
+            .query_async(&mut con)
+            .await
+            .map_err(|e| self.failed(e))?;
         let config: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
             .arg("min-replicas-*")
@@ -97,6 +104,7 @@ impl Server<'_> {
         };
         Ok(Observed {
             role,
+            keys: info::keys(&keyspace),
             min_replicas: (
                 value("min-replicas-to-write"),
                 value("min-replicas-max-lag"),

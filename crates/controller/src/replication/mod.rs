@@ -101,6 +101,7 @@ pub async fn apply(
         port: u16::try_from(redis.spec.port()).unwrap_or_default(),
         password,
         replication: redis.spec.replication(),
+        had_primary: redis.status.as_ref().is_some_and(|s| s.primary.is_some()),
     };
     let outcome = reconcile(&pass, owned).await?;
     let reference = redis.object_ref(&());
@@ -147,6 +148,8 @@ pub struct Pass<'a> {
     pub port: u16,
     pub password: Option<&'a str>,
     pub replication: api::defaults::EffectiveReplication,
+    /// `status.primary` is set: a primary was chosen before.
+    pub had_primary: bool,
 }
 
 /// Observes every pod's redis-server, decides, and carries the steps out in order. A step that
@@ -156,7 +159,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
     let members: Vec<Member> = pods
         .iter()
         .zip(&observed)
-        .map(|(pod, seen)| member(pass, pod, seen.as_ref().map(|o| o.role.clone())))
+        .map(|(pod, seen)| member(pass, pod, seen.as_ref()))
         .collect();
 
     let labelled = members
@@ -179,6 +182,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         ),
         failover_after: pass.replication.failover_after,
         max_lag_seconds: i64::from(pass.replication.min_replicas_max_lag),
+        had_primary: pass.had_primary,
     };
     let decision = plan::decide(&members, &settings);
 
@@ -253,7 +257,7 @@ async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Option<Observed> {
     }
 }
 
-fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<RedisRole>) -> Member {
+fn member(pass: &Pass<'_>, pod: &CachedPod, seen: Option<&Observed>) -> Member {
     let view = crate::pods::plan::PodView::from_pod(pod.instance.as_deref().unwrap_or(""), pod);
     let label = match pod.role.as_deref() {
         Some(ROLE_PRIMARY) => Some(Label::Primary),
@@ -269,7 +273,8 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, redis: Option<RedisRole>) -> Member 
         ordinal: view.ordinal,
         name: view.name,
         label,
-        redis,
+        keys: seen.map_or(0, |o| o.keys),
+        redis: seen.map(|o| o.role.clone()),
     }
 }
 

@@ -49,6 +49,8 @@ pub struct Member {
     /// held the data is gone, whatever comes next.
     pub process_gone: bool,
     pub label: Option<Label>,
+    /// How many keys its redis-server holds (`INFO keyspace`); 0 when it could not be read.
+    pub keys: u64,
     /// What its redis-server answered; `None` when it could not be reached.
     pub redis: Option<RedisRole>,
 }
@@ -109,6 +111,8 @@ pub struct Settings {
     pub failover_after: Duration,
     /// `minReplicasMaxLag`: a replica whose last acknowledgement is older lags.
     pub max_lag_seconds: i64,
+    /// A primary was ever chosen (`status.primary` is set): some pod may hold data.
+    pub had_primary: bool,
 }
 
 pub fn decide(members: &[Member], settings: &Settings) -> Decision {
@@ -330,12 +334,18 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
             "no pod is the primary".to_owned(),
         );
     }
-    // Bootstrap: nobody has data; the lowest ordinal that exists becomes the primary.
-    let Some(first) = live
+    let in_range: Vec<&Member> = live
         .iter()
+        .copied()
         .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
-        .min_by_key(|m| m.ordinal)
-    else {
+        .collect();
+    // A primary existed before (status.primary, or a role label left on a pod): never elect
+    // over data (DESIGN §9.2).
+    if settings.had_primary || live.iter().any(|m| m.label.is_some()) {
+        return reelect(&in_range, live, settings);
+    }
+    // Bootstrap of a new Redis: nobody has data; the lowest ordinal that exists is the primary.
+    let Some(first) = in_range.iter().copied().min_by_key(|m| m.ordinal) else {
         return electing();
     };
     if first.redis.is_none() || first.ip.is_none() {
@@ -346,6 +356,67 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
         primary: Some(first.name.clone()),
         health: Health::FailingOver(format!("electing {} as the first primary", first.name)),
         event: Some(("PrimaryElected", format!("{} is the primary", first.name))),
+    }
+}
+
+/// Rule 2 after a primary existed and no server holds a primary's stream (every pod restarted):
+/// every pod is read first, and the one holding the most (keys, then replication offset: what it
+/// loaded from disk, with `spec.storage`) is elected. A pod that could not be read is waited
+/// for, at most `failoverAfter` since the primary was lost, and beyond that as long as every pod
+/// read is empty: an empty pod is never elected over one that may hold keys.
+fn reelect(in_range: &[&Member], live: &[&Member], settings: &Settings) -> Decision {
+    let unread: Vec<&str> = in_range
+        .iter()
+        .filter(|m| m.redis.is_none() && m.ip.is_some() && !m.process_gone)
+        .map(|m| m.name.as_str())
+        .collect();
+    let best = in_range
+        .iter()
+        .copied()
+        .filter(|m| m.redis.is_some() && m.ip.is_some())
+        .max_by_key(|m| {
+            (
+                m.keys > 0,
+                m.redis.as_ref().map_or(0, RedisRole::offset),
+                m.keys,
+                std::cmp::Reverse(m.ordinal),
+            )
+        });
+    let waited = settings
+        .primary_unhealthy_for
+        .unwrap_or(settings.failover_after);
+    let Some(best) = best else {
+        return electing();
+    };
+    if !unread.is_empty() && (waited < settings.failover_after || best.keys == 0) {
+        return Decision {
+            steps: Vec::new(),
+            primary: None,
+            health: Health::FailingOver(format!(
+                "no primary: reading {} before electing the pod that holds the most ({}s of {}s)",
+                unread.join(", "),
+                waited.as_secs(),
+                settings.failover_after.as_secs()
+            )),
+            event: None,
+        };
+    }
+    Decision {
+        steps: promote(best, live),
+        primary: Some(best.name.clone()),
+        health: Health::FailingOver(format!(
+            "no primary: electing {}, which holds the most",
+            best.name
+        )),
+        event: Some((
+            "PrimaryElected",
+            format!(
+                "{} is the primary: it holds {} keys (replication offset {})",
+                best.name,
+                best.keys,
+                best.redis.as_ref().map_or(0, RedisRole::offset)
+            ),
+        )),
     }
 }
 

@@ -26,7 +26,13 @@ pub fn with_replication(
         return status;
     };
     let health = &outcome.decision.health;
-    status.primary = outcome.decision.primary.clone();
+    // The last primary stays while none is chosen (every pod restarted, a failover waiting):
+    // it says a primary existed, so no pod is ever bootstrapped over data (DESIGN §9.2).
+    status.primary = outcome
+        .decision
+        .primary
+        .clone()
+        .or_else(|| stored.and_then(|s| s.primary.clone()));
     status.members = steady_members(&outcome.members, stored.map(|s| s.members.as_slice()));
     let serving = matches!(health, Health::Replicating | Health::Degraded(_));
     if !serving

@@ -19,6 +19,7 @@ fn fenced(i: u32) -> Member {
         current: true,
         process_gone: false,
         label: None,
+        keys: 0,
         redis: Some(RedisRole::Replica {
             primary_host: FENCE_HOST.into(),
             primary_port: FENCE_PORT,
@@ -117,6 +118,7 @@ fn settings(replicas: u32) -> Settings {
         primary_unhealthy_for: None,
         failover_after: Duration::from_secs(10),
         max_lag_seconds: 10,
+        had_primary: false,
     }
 }
 
@@ -642,4 +644,67 @@ fn only_a_linked_replica_serves_reads_behind_the_replicas_service() {
         vec![follow("r-2", 0), label("r-2", None)],
         "r-1 is labelled once linked; r-2 leaves <name>-replicas until it is"
     );
+}
+
+/// A pod whose redis-server came back from a full restart (every pod at once) and loaded what it
+/// had on disk: fenced, never linked since, `keys` keys at replication `offset`.
+fn reloaded(i: u32, keys: u64, offset: i64) -> Member {
+    Member {
+        keys,
+        redis: Some(RedisRole::Replica {
+            primary_host: FENCE_HOST.into(),
+            primary_port: FENCE_PORT,
+            link_up: false,
+            linked: false,
+            offset,
+        }),
+        ..fenced(i)
+    }
+}
+
+#[test]
+fn after_a_primary_existed_no_pod_is_elected_over_one_not_read_yet() {
+    // status.primary was set; every pod restarted; r-1 (which holds the data) did not answer
+    // this pass. Electing r-0, empty, would make r-1 full-sync the empty dataset.
+    let mut unread = fenced(1);
+    unread.redis = None;
+    let mut s = settings(3);
+    s.had_primary = true;
+    s.primary_unhealthy_for = Some(Duration::from_secs(2));
+    let d = decide(&[fenced(0), unread.clone(), fenced(2)], &s);
+    assert_eq!(d.steps, vec![], "{d:?}");
+    assert!(
+        matches!(&d.health, Health::FailingOver(m) if m.contains("r-1")),
+        "{:?}",
+        d.health
+    );
+    // Still nobody with keys after failoverAfter: waiting on, never an empty pod over it.
+    s.primary_unhealthy_for = Some(s.failover_after);
+    let d = decide(&[fenced(0), unread, fenced(2)], &s);
+    assert_eq!(d.steps, vec![], "{d:?}");
+}
+
+#[test]
+fn after_a_full_restart_the_pod_holding_the_most_is_elected() {
+    let mut s = settings(3);
+    s.had_primary = true;
+    let d = decide(
+        &[
+            reloaded(0, 0, 0),
+            reloaded(1, 500, 900),
+            reloaded(2, 500, 1000),
+        ],
+        &s,
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-2"), "{d:?}");
+    assert_eq!(d.steps.first(), Some(&Step::Promote { pod: "r-2".into() }));
+    // No data anywhere (no storage): the lowest ordinal, as a new Redis.
+    let d = decide(&[fenced(1), fenced(0), fenced(2)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    // A role label left on a pod says the same as status.primary.
+    let mut labelled = fenced(1);
+    labelled.label = Some(Label::Replica);
+    labelled.redis = None;
+    let d = decide(&[fenced(0), labelled, fenced(2)], &settings(3));
+    assert_eq!(d.steps, vec![], "{d:?}");
 }
