@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::ListParams;
+use k8s_openapi::api::core::v1::{Node, Pod, Secret, Service};
+use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use tokio::process::Command;
 
@@ -280,4 +280,72 @@ pub async fn setup(
         .await?;
     let operator = crate::operator::Operator::start(&cluster, &ns).await?;
     Ok((cluster, ns, operator))
+}
+
+/// The ClusterIP of Service `name`, once it has one.
+pub async fn service_ip(
+    ns: &TestNamespace,
+    name: &str,
+    timeout: Duration,
+) -> Result<String, Error> {
+    let services: Api<Service> = ns.api();
+    wait_for(&format!("Service {name}"), timeout, || async {
+        let service = services.get(name).await.map_err(seen)?;
+        service
+            .spec
+            .and_then(|s| s.cluster_ip)
+            .filter(|ip| ip != "None")
+            .ok_or_else(|| "no ClusterIP".to_owned())
+    })
+    .await
+}
+
+/// Creates Secret `name` holding `password` under the key `password` (what `spec.auth` reads).
+pub async fn create_password_secret(
+    ns: &TestNamespace,
+    name: &str,
+    password: &str,
+) -> Result<(), Error> {
+    let secrets: Api<Secret> = ns.api();
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        string_data: Some(std::collections::BTreeMap::from([(
+            "password".to_owned(),
+            password.to_owned(),
+        )])),
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .context(format!("creating the Secret {name}"))?;
+    Ok(())
+}
+
+/// Of `written` (key, value) pairs, the keys whose value `con` does not hold: writes lost.
+pub async fn missing_writes(
+    con: &mut redis::aio::MultiplexedConnection,
+    written: &[(String, u64)],
+) -> Result<Vec<String>, Error> {
+    let mut missing = Vec::new();
+    for chunk in written.chunks(500) {
+        let keys: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
+        let values: Vec<Option<u64>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(con)
+            .await
+            .map_err(|e| Error::Process {
+                what: "MGET".into(),
+                reason: e.to_string(),
+            })?;
+        for ((key, value), held) in chunk.iter().zip(values) {
+            if held != Some(*value) {
+                missing.push(key.clone());
+            }
+        }
+    }
+    Ok(missing)
 }

@@ -69,19 +69,8 @@ fn refused(answer: &str) -> bool {
 #[tokio::test]
 async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("auth-rotate").await?;
+    node::create_password_secret(&ns, SECRET, FIRST).await?;
     let secrets: Api<Secret> = ns.api();
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some(SECRET.into()),
-            ..Default::default()
-        },
-        string_data: Some(BTreeMap::from([("password".to_owned(), FIRST.to_owned())])),
-        ..Secret::default()
-    };
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .context("creating the Secret")?;
     let spec = RedisSpec {
         replicas: Some(3),
         image: Some(REDIS_IMAGE.into()),

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::Controller;
-use e2e::{Context, Error, TestNamespace, repo_root, seen, wait_for};
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use e2e::{Context, Error, TestNamespace, repo_root};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use rand::rngs::StdRng;
@@ -334,19 +334,6 @@ impl Bed {
     }
 }
 
-async fn service_ip(ns: &TestNamespace) -> Result<String, Error> {
-    let services: Api<Service> = ns.api();
-    wait_for(&format!("Service {NAME}"), CONVERGE, || async {
-        let service = services.get(NAME).await.map_err(seen)?;
-        service
-            .spec
-            .and_then(|s| s.cluster_ip)
-            .filter(|ip| ip != "None")
-            .ok_or_else(|| "no ClusterIP".to_owned())
-    })
-    .await
-}
-
 /// Every acknowledged key on `host` with its value: the keys lost.
 async fn lost_on(host: &str, acks: &[Ack]) -> Result<Vec<String>, Error> {
     let client = redis::Client::open(format!("redis://:{PASSWORD}@{host}:{PORT}/"))
@@ -355,20 +342,8 @@ async fn lost_on(host: &str, acks: &[Ack]) -> Result<Vec<String>, Error> {
         .get_multiplexed_async_connection()
         .await
         .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
-    let mut lost = Vec::new();
-    for chunk in acks.chunks(500) {
-        let keys: Vec<&str> = chunk.iter().map(|a| a.key.as_str()).collect();
-        let values: Vec<Option<u64>> = redis::cmd("MGET")
-            .arg(&keys)
-            .query_async(&mut con)
-            .await
-            .map_err(|e| process_error("MGET", e.to_string()))?;
-        for (ack, value) in chunk.iter().zip(values) {
-            if value != Some(ack.value) {
-                lost.push(ack.key.clone());
-            }
-        }
-    }
+    let written: Vec<(String, u64)> = acks.iter().map(|a| (a.key.clone(), a.value)).collect();
+    let lost = node::missing_writes(&mut con, &written).await?;
     Ok(lost)
 }
 
@@ -388,22 +363,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     api_server_pid()?;
 
     let (_cluster, ns, operator) = node::setup("chaos").await?;
-    let secrets: Api<Secret> = ns.api();
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some("chaos-auth".into()),
-            ..Default::default()
-        },
-        string_data: Some(BTreeMap::from([(
-            "password".to_owned(),
-            PASSWORD.to_owned(),
-        )])),
-        ..Secret::default()
-    };
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .context("creating the Secret")?;
+    node::create_password_secret(&ns, "chaos-auth", PASSWORD).await?;
     let spec = RedisSpec {
         replicas: Some(3),
         image: Some(REDIS_IMAGE.into()),
@@ -426,7 +386,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         .await
         .context("creating the Redis")?;
     let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let service = service_ip(&ns).await?;
+    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let writers: Vec<Writer> = (0..2)
         .map(|id| Writer::start(id, service.clone(), history.clone()))

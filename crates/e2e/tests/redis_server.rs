@@ -169,18 +169,8 @@ async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_
         acked.len()
     );
     let mut heir = b.connection().await?;
-    let keys: Vec<String> = acked.iter().map(|n| format!("k{n}")).collect();
-    let values: Vec<Option<u64>> = redis::cmd("MGET")
-        .arg(&keys)
-        .query_async(&mut heir)
-        .await
-        .map_err(|e| process_error("MGET", e.to_string()))?;
-    let lost: Vec<&u64> = acked
-        .iter()
-        .zip(&values)
-        .filter(|(n, v)| **v != Some(**n))
-        .map(|(n, _)| n)
-        .collect();
+    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
+    let lost = e2e::node::missing_writes(&mut heir, &written).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",

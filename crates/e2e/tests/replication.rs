@@ -11,8 +11,8 @@ use std::time::Duration;
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use e2e::node::{self, REDIS_IMAGE};
 
-use e2e::{Context, Error, TestNamespace, seen, wait_for};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use e2e::{Context, Error, TestNamespace, wait_for};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -48,16 +48,7 @@ fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
 }
 
 async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
-    let services: Api<Service> = ns.api();
-    wait_for(&format!("Service {name}"), CONVERGE, || async {
-        let service = services.get(name).await.map_err(seen)?;
-        service
-            .spec
-            .and_then(|s| s.cluster_ip)
-            .filter(|ip| ip != "None")
-            .ok_or_else(|| "no ClusterIP".to_owned())
-    })
-    .await
+    node::service_ip(ns, name, CONVERGE).await
 }
 
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
@@ -195,20 +186,8 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
         .get_multiplexed_async_connection()
         .await
         .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
-    let mut lost = Vec::new();
-    for chunk in acked.iter().copied().collect::<Vec<_>>().chunks(500) {
-        let keys: Vec<String> = chunk.iter().map(|n| format!("k{n}")).collect();
-        let values: Vec<Option<u64>> = redis::cmd("MGET")
-            .arg(&keys)
-            .query_async(&mut con)
-            .await
-            .map_err(|e| process_error("MGET", e.to_string()))?;
-        for (n, value) in chunk.iter().zip(values) {
-            if value != Some(*n) {
-                lost.push(*n);
-            }
-        }
-    }
+    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
+    let lost = node::missing_writes(&mut con, &written).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",

@@ -24,7 +24,7 @@ use e2e::bench::{ProfileArg, load_average, progress, secs};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::Operator;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use redis::aio::MultiplexedConnection;
 
@@ -669,16 +669,7 @@ async fn operator_round(
 }
 
 async fn service_ip(ns: &TestNamespace) -> Result<String, Error> {
-    let services: Api<Service> = ns.api();
-    wait_for(&format!("Service {NAME}"), CONVERGE, || async {
-        let service = services.get(NAME).await.map_err(seen)?;
-        service
-            .spec
-            .and_then(|s| s.cluster_ip)
-            .filter(|ip| ip != "None")
-            .ok_or_else(|| "no ClusterIP".to_owned())
-    })
-    .await
+    e2e::node::service_ip(ns, NAME, CONVERGE).await
 }
 
 // ---------------------------------------------------------------------------------------------
