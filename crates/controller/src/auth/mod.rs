@@ -68,6 +68,9 @@ struct Known {
     passwords: Vec<Password>,
     /// The failure last reported (Event), so a repeated one is not published every pass.
     reported: Option<String>,
+    /// A pod refused the password outside this step (the replication step saw it): check every
+    /// pod in the next pass even though every pod took the Secret's password before.
+    recheck: bool,
 }
 
 impl State {
@@ -82,6 +85,11 @@ impl State {
     /// Forgets a Redis (deleted).
     pub fn forget(&self, uid: &str) {
         self.known().remove(uid);
+    }
+
+    /// Checks every pod of Redis `uid` in its next pass: one refused the password.
+    pub fn recheck(&self, uid: &str) {
+        self.known().entry(uid.to_owned()).or_default().recheck = true;
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
@@ -254,7 +262,7 @@ pub async fn settle(
         }
     };
     let known = state.known().get(&uid).cloned().unwrap_or_default();
-    if !needs_check(wanted.as_deref(), &known.passwords) {
+    if !known.recheck && !needs_check(wanted.as_deref(), &known.passwords) {
         return Ok(report(state, &uid, wanted, None));
     }
     let tries = candidates(wanted.as_deref(), &known.passwords);
@@ -297,7 +305,12 @@ pub async fn settle(
         }
     }
     let passwords = remember(wanted.as_deref(), &known.passwords, all_current);
-    state.known().entry(uid.clone()).or_default().passwords = passwords;
+    {
+        let mut known = state.known();
+        let entry = known.entry(uid.clone()).or_default();
+        entry.passwords = passwords;
+        entry.recheck = false;
+    }
     let failure = (!refused.is_empty()).then(|| refusal(redis, &refused));
     let mut settled = report(state, &uid, wanted, failure);
     settled.rotated = rotated;

@@ -1,10 +1,11 @@
 //! The rules of password rotation (DESIGN §3c), pure: which passwords to try on a pod, what to
 //! remember, how a pod answered, what to do about it, and where a Secret keeps the password.
 
+use crate::redis_server::refuses_auth;
 use api::AuthSpec;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::DynamicObject;
-use redis::{ErrorKind, RedisResult};
+use redis::RedisResult;
 use serde::Deserialize;
 
 /// A password, or none (auth off).
@@ -64,12 +65,7 @@ pub enum Answer {
 pub fn answer(result: &RedisResult<()>) -> Answer {
     match result {
         Ok(()) => Answer::Accepted,
-        Err(e)
-            if e.kind() == ErrorKind::AuthenticationFailed
-                || matches!(e.code(), Some("NOAUTH" | "WRONGPASS")) =>
-        {
-            Answer::Refused
-        }
+        Err(e) if refuses_auth(e) => Answer::Refused,
         Err(_) => Answer::Unreachable,
     }
 }
@@ -122,6 +118,7 @@ pub fn references(redis: &DynamicObject, namespace: Option<&str>, name: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redis::ErrorKind;
     use serde_json::json;
 
     fn pw(s: &str) -> Password {

@@ -159,6 +159,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         ),
         _ => None,
     };
+    if replication.as_ref().is_some_and(|r| r.refuses_auth) {
+        ctx.auth
+            .recheck(redis.metadata.uid.as_deref().unwrap_or_default());
+    }
     let auth_failure = auth.and_then(|a| a.failure);
     // The pods are planned after the roles, so a pod promoted in this pass is not deleted by it.
     let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();

@@ -21,6 +21,13 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 const SWITCHOVER_PAUSE_MS: u64 = 5_000;
 const SWITCHOVER_CATCH_UP: Duration = Duration::from_secs(3);
 
+/// Whether a redis-server refused the password it was given (or wanted one and got none):
+/// an authentication failure, not an unreachable server.
+pub fn refuses_auth(error: &RedisError) -> bool {
+    error.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
+}
+
 /// One redis-server: its pod (named in errors), the pod IP, port, and the password when auth is
 /// on.
 #[derive(Clone, Copy)]

@@ -159,7 +159,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
     let members: Vec<Member> = pods
         .iter()
         .zip(&observed)
-        .map(|(pod, seen)| member(pass, pod, seen.as_ref()))
+        .map(|(pod, seen)| member(pass, pod, seen))
         .collect();
 
     let labelled = members
@@ -221,7 +221,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
             .iter()
             .zip(&observed)
             .find(|(m, _)| &m.name == primary)
-            .and_then(|(_, o)| o.as_ref().map(|o| o.min_replicas));
+            .and_then(|(_, seen)| seen.observed().map(|o| o.min_replicas));
         let promoted = decision
             .steps
             .iter()
@@ -233,7 +233,11 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         }
     }
     let members = status::member_status(&decision, &members);
-    Ok(Outcome { decision, members })
+    Ok(Outcome {
+        refuses_auth: observed.iter().any(|m| matches!(m, Seen::AuthRefused)),
+        decision,
+        members,
+    })
 }
 
 fn server<'a>(pass: &Pass<'a>, pod: &'a str, ip: &'a str) -> Server<'a> {
@@ -245,19 +249,41 @@ fn server<'a>(pass: &Pass<'a>, pod: &'a str, ip: &'a str) -> Server<'a> {
     }
 }
 
-async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Option<Observed> {
-    let ip = pod.ip()?;
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
-    match server(pass, name, ip).observe().await {
-        Ok(observed) => Some(observed),
-        Err(e) => {
-            tracing::debug!(pod = ?pod.metadata.name, error = %e, "redis-server not reachable");
-            None
+/// What one pod's redis-server said: read, refused the operator's password, or nothing.
+enum Seen {
+    Read(Observed),
+    AuthRefused,
+    Unreachable,
+}
+
+impl Seen {
+    fn observed(&self) -> Option<&Observed> {
+        match self {
+            Seen::Read(observed) => Some(observed),
+            Seen::AuthRefused | Seen::Unreachable => None,
         }
     }
 }
 
-fn member(pass: &Pass<'_>, pod: &CachedPod, seen: Option<&Observed>) -> Member {
+async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Seen {
+    let Some(ip) = pod.ip() else {
+        return Seen::Unreachable;
+    };
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    match server(pass, name, ip).observe().await {
+        Ok(observed) => Seen::Read(observed),
+        Err(Error::Redis { source, .. }) if redis_server::refuses_auth(&source) => {
+            tracing::info!(pod = %name, "redis-server refuses the operator's password");
+            Seen::AuthRefused
+        }
+        Err(e) => {
+            tracing::debug!(pod = %name, error = %e, "redis-server not reachable");
+            Seen::Unreachable
+        }
+    }
+}
+
+fn member(pass: &Pass<'_>, pod: &CachedPod, seen: &Seen) -> Member {
     let view = crate::pods::plan::PodView::from_pod(pod.instance.as_deref().unwrap_or(""), pod);
     let label = match pod.role.as_deref() {
         Some(ROLE_PRIMARY) => Some(Label::Primary),
@@ -273,8 +299,9 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, seen: Option<&Observed>) -> Member {
         ordinal: view.ordinal,
         name: view.name,
         label,
-        keys: seen.map_or(0, |o| o.keys),
-        redis: seen.map(|o| o.role.clone()),
+        keys: seen.observed().map_or(0, |o| o.keys),
+        redis: seen.observed().map(|o| o.role.clone()),
+        refuses_auth: matches!(seen, Seen::AuthRefused),
     }
 }
 

@@ -51,6 +51,9 @@ pub struct Member {
     pub label: Option<Label>,
     /// How many keys its redis-server holds (`INFO keyspace`); 0 when it could not be read.
     pub keys: u64,
+    /// Its redis-server refused the operator's password (`WRONGPASS`, `NOAUTH`): it runs, and
+    /// is not to be taken for unreachable.
+    pub refuses_auth: bool,
     /// What its redis-server answered; `None` when it could not be reached.
     pub redis: Option<RedisRole>,
 }
@@ -175,6 +178,20 @@ fn with_primary(
         }];
         steps.extend(adopt(master, live));
         return adopted(master, steps);
+    }
+    // It runs but refuses the operator's password (changed by hand): it may still serve the
+    // clients that know it, and a failover would leave it a primary beside the new one. Said,
+    // and left to the user (the auth step reports the refusal too).
+    if primary.refuses_auth {
+        return Decision {
+            steps: Vec::new(),
+            primary: Some(primary.name.clone()),
+            health: Health::PrimaryUnhealthy(format!(
+                "primary {} refuses the operator's password: put the Secret's password back on it",
+                primary.name
+            )),
+            event: None,
+        };
     }
     // Its redis-server died (the kubelet may take seconds to restart a container it restarted
     // before) or came back fenced and empty: nothing to wait for.

@@ -12,6 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub struct Outcome {
     pub decision: Decision,
     pub members: Vec<MemberStatus>,
+    /// A pod's redis-server refused the operator's password: the auth step checks every pod.
+    pub refuses_auth: bool,
 }
 
 /// Replication mode: the primary, each member's role and lag, and the `Replicating` and

@@ -20,6 +20,7 @@ fn fenced(i: u32) -> Member {
         process_gone: false,
         label: None,
         keys: 0,
+        refuses_auth: false,
         redis: Some(RedisRole::Replica {
             primary_host: FENCE_HOST.into(),
             primary_port: FENCE_PORT,
@@ -707,4 +708,25 @@ fn after_a_full_restart_the_pod_holding_the_most_is_elected() {
     labelled.redis = None;
     let d = decide(&[fenced(0), labelled, fenced(2)], &settings(3));
     assert_eq!(d.steps, vec![], "{d:?}");
+}
+
+#[test]
+fn a_primary_refusing_the_operators_password_is_not_failed_over() {
+    // Its password was changed by hand (CONFIG SET requirepass): it still serves the clients
+    // that know it. Failing it over would leave it a primary beside the new one.
+    let refusing = Member {
+        redis: None,
+        refuses_auth: true,
+        ..primary(0, 100, &[1, 2])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(60));
+    let d = decide(&[refusing, replica(1, 0, 100), replica(2, 0, 100)], &s);
+    assert_eq!(d.steps, vec![], "{d:?}");
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    assert!(
+        matches!(&d.health, Health::PrimaryUnhealthy(m) if m.contains("password")),
+        "{:?}",
+        d.health
+    );
 }
