@@ -68,14 +68,20 @@ async fn serving(ns: &TestNamespace, name: &str, replicas: usize) -> Result<Vec<
     .await
 }
 
+/// `redis-cli` against the pod's IP. A pod just made Ready by its own probe can take the host a
+/// few seconds to reach (a pod IP handed out again, the host's neighbour entry still the old
+/// pod's): a call that gets no answer at all is tried again, any answer is returned.
 async fn cli(pod: &Pod, args: &[&str]) -> Result<String, Error> {
     let ip = node::pod_ip(pod).unwrap_or_default().to_owned();
-    node::redis_cli(&ip, PORT, args)
-        .await
-        .map_err(|reason| Error::Process {
-            what: format!("talking to {}", pod.name_any()),
-            reason,
-        })
+    let what = format!("talking to {}", pod.name_any());
+    let answered = wait_for(&what, CONVERGE, || async {
+        match node::redis_cli(&ip, PORT, args).await {
+            Err(reason) if reason.ends_with("no answer") => Err(reason),
+            answered => Ok(answered),
+        }
+    })
+    .await?;
+    answered.map_err(|reason| Error::Process { what, reason })
 }
 
 async fn claim_names(ns: &TestNamespace, name: &str) -> Result<Vec<String>, Error> {
