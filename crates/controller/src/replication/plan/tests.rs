@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, ReplicaLink};
+use std::time::Duration;
 
 const PORT: u16 = 6379;
 

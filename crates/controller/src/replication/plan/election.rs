@@ -1,0 +1,330 @@
+//! Choosing a primary when there is none to keep (DESIGN §3b rules 2, 4 and 6, §9.1-9.3): the
+//! failover's cut and promotion, a live master labelled instead, and the election after a
+//! primary existed. Pure.
+
+use super::model::{Decision, Health, Label, Member, Settings, Step};
+use crate::redis_server::info::RedisRole;
+
+/// Rule 2 after a primary existed and no server holds a primary's stream (every pod restarted):
+/// every pod is read first, and the one holding the most (keys, then replication offset: what it
+/// loaded from disk, with `spec.storage`) is elected. A pod that could not be read is waited
+/// for, at most `failoverAfter` since the primary was lost, and beyond that as long as every pod
+/// read is empty: an empty pod is never elected over one that may hold keys.
+pub(super) fn reelect(in_range: &[&Member], live: &[&Member], settings: &Settings) -> Decision {
+    let unread: Vec<&str> = in_range
+        .iter()
+        .filter(|m| m.redis.is_none() && m.ip.is_some() && !m.process_gone)
+        .map(|m| m.name.as_str())
+        .collect();
+    let best = in_range
+        .iter()
+        .copied()
+        .filter(|m| m.redis.is_some() && m.ip.is_some())
+        .max_by_key(|m| {
+            (
+                m.keys > 0,
+                m.redis.as_ref().map_or(0, RedisRole::offset),
+                m.keys,
+                std::cmp::Reverse(m.ordinal),
+            )
+        });
+    let waited = settings
+        .primary_unhealthy_for
+        .unwrap_or(settings.failover_after);
+    let Some(best) = best else {
+        return electing();
+    };
+    if !unread.is_empty() && (waited < settings.failover_after || best.keys == 0) {
+        return Decision {
+            steps: Vec::new(),
+            primary: None,
+            health: Health::FailingOver(format!(
+                "no primary: reading {} before electing the pod that holds the most ({}s of {}s)",
+                unread.join(", "),
+                waited.as_secs(),
+                settings.failover_after.as_secs()
+            )),
+            event: None,
+        };
+    }
+    Decision {
+        steps: promote(best, live),
+        primary: Some(best.name.clone()),
+        health: Health::FailingOver(format!(
+            "no primary: electing {}, which holds the most",
+            best.name
+        )),
+        event: Some((
+            "PrimaryElected",
+            format!(
+                "{} is the primary: it holds {} keys (replication offset {})",
+                best.name,
+                best.keys,
+                best.redis.as_ref().map_or(0, RedisRole::offset)
+            ),
+        )),
+    }
+}
+
+/// A live server other than the labelled primary that answers as a primary and streams to a
+/// replica (as [`best_replica`] ranks: most data, then current, Ready, lowest ordinal); only one
+/// with an IP whose process runs. A primary the operator promoted has its replicas repointed to
+/// it in the same pass; an old primary that comes back after a failover (it was frozen, or cut
+/// off) still answers as one but streams to nobody, and must follow, not lead.
+pub(super) fn live_master<'a>(others: &[&'a Member]) -> Option<&'a Member> {
+    others
+        .iter()
+        .copied()
+        .filter(|m| m.ip.is_some() && !m.process_gone)
+        .filter(|m| {
+            matches!(&m.redis, Some(RedisRole::Primary { replicas, .. })
+                if replicas.iter().any(|link| link.online))
+        })
+        .max_by_key(|m| {
+            (
+                m.redis.as_ref().map_or(0, RedisRole::offset),
+                m.current,
+                m.ready,
+                std::cmp::Reverse(m.ordinal),
+            )
+        })
+}
+
+/// Steps making `master`, which already answers as a primary, the labelled one: its label, and
+/// every other reachable server that does not follow it yet told to.
+pub(super) fn adopt(master: &Member, live: &[&Member]) -> Vec<Step> {
+    let mut steps = vec![Step::Label {
+        pod: master.name.clone(),
+        role: Some(Label::Primary),
+    }];
+    let Some(ip) = &master.ip else {
+        return steps;
+    };
+    for member in live.iter().filter(|m| m.name != master.name) {
+        let follows = member.redis.as_ref().is_some_and(
+            |r| matches!(r, RedisRole::Replica { primary_host, .. } if primary_host == ip),
+        );
+        if member.redis.is_some() && !follows {
+            steps.push(Step::Follow {
+                pod: member.name.clone(),
+                host: ip.clone(),
+            });
+        }
+    }
+    steps
+}
+
+pub(super) fn adopted(master: &Member, steps: Vec<Step>) -> Decision {
+    Decision {
+        steps,
+        primary: Some(master.name.clone()),
+        health: Health::FailingOver(format!(
+            "{} already answers as the primary: labelling it",
+            master.name
+        )),
+        event: None,
+    }
+}
+
+pub(super) fn electing() -> Decision {
+    Decision {
+        steps: Vec::new(),
+        primary: None,
+        health: Health::Electing,
+        event: None,
+    }
+}
+
+/// Steps making `candidate` the primary and every other reachable server its replica (the
+/// bootstrap: no server holds data).
+pub(super) fn promote(candidate: &Member, live: &[&Member]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if !matches!(candidate.redis, Some(RedisRole::Primary { .. })) {
+        steps.push(Step::Promote {
+            pod: candidate.name.clone(),
+        });
+    }
+    steps.push(Step::Label {
+        pod: candidate.name.clone(),
+        role: Some(Label::Primary),
+    });
+    if let Some(ip) = &candidate.ip {
+        for member in live
+            .iter()
+            .filter(|m| m.name != candidate.name && m.redis.is_some())
+        {
+            steps.push(Step::Follow {
+                pod: member.name.clone(),
+                host: ip.clone(),
+            });
+        }
+    }
+    steps
+}
+
+/// Rule 4's order (DESIGN §9.1), in place of the primary `lost` (or of none: its pod gone).
+/// First every server still on a primary's stream is cut off (told to follow the fence; it keeps
+/// its data): the replicas, and the lost primary itself when it answers, terminating or not. A
+/// replica left on the old stream could acknowledge writes the new primary never gets, and then
+/// resync them away. The next pass reads the offsets after the cut, promotes the most advanced
+/// server that was linked to a primary, repoints the others, and moves the labels last.
+pub(super) fn fail_over(
+    lost: Option<&Member>,
+    live: &[&Member],
+    all: &[&Member],
+    settings: &Settings,
+    why: String,
+) -> Decision {
+    let keep = |primary: Option<String>, health: Health| Decision {
+        steps: Vec::new(),
+        primary,
+        health,
+        event: None,
+    };
+    let lost_name = lost.map(|m| m.name.clone());
+    let on_a_stream: Vec<&Member> = all
+        .iter()
+        .copied()
+        .filter(|m| m.ip.is_some() && !m.process_gone)
+        .filter(|m| m.redis.as_ref().is_some_and(|r| !r.is_fenced()))
+        .collect();
+    if !on_a_stream.is_empty() {
+        let names: Vec<&str> = on_a_stream.iter().map(|m| m.name.as_str()).collect();
+        let mut decision = keep(
+            lost_name,
+            Health::FailingOver(format!(
+                "{why}: cutting {} off the old primary's stream before choosing the most \
+                 up-to-date replica",
+                names.join(", ")
+            )),
+        );
+        decision.steps = on_a_stream
+            .iter()
+            .map(|m| Step::Fence {
+                pod: m.name.clone(),
+            })
+            .collect();
+        return decision;
+    }
+    let others: Vec<&Member> = live
+        .iter()
+        .copied()
+        .filter(|m| Some(&m.name) != lost_name.as_ref())
+        .collect();
+    let Some(candidate) = best_replica(&others) else {
+        return keep(
+            lost_name,
+            Health::NoCandidate(format!("{why}, and no replica with its data is reachable")),
+        );
+    };
+    // A replica that could not be read may hold writes the candidate lacks.
+    if let Some(reading) = unread_replicas(&others, candidate, settings) {
+        return keep(lost_name, Health::FailingOver(format!("{why}: {reading}")));
+    }
+    let mut steps = vec![Step::Promote {
+        pod: candidate.name.clone(),
+    }];
+    if let Some(ip) = &candidate.ip {
+        for member in live
+            .iter()
+            .filter(|m| m.name != candidate.name && m.redis.is_some() && m.ip.is_some())
+        {
+            steps.push(Step::Follow {
+                pod: member.name.clone(),
+                host: ip.clone(),
+            });
+        }
+    }
+    if let Some(lost) = &lost_name {
+        steps.push(Step::Label {
+            pod: lost.clone(),
+            role: None,
+        });
+    }
+    steps.push(Step::Label {
+        pod: candidate.name.clone(),
+        role: Some(Label::Primary),
+    });
+    Decision {
+        steps,
+        primary: Some(candidate.name.clone()),
+        health: Health::FailingOver(format!("{why}: promoting {}", candidate.name)),
+        event: Some((
+            "PrimaryFailedOver",
+            format!(
+                "{why}; promoted {} (replication offset {})",
+                candidate.name,
+                candidate.redis.as_ref().map_or(0, RedisRole::offset)
+            ),
+        )),
+    }
+}
+
+/// A server holding a primary's data: a replica linked to one since its process started (on
+/// a stream now, or cut off by the operator), or a primary.
+pub(super) fn holds_data(m: &Member) -> bool {
+    match &m.redis {
+        Some(RedisRole::Replica { linked, .. }) => *linked,
+        Some(RedisRole::Primary { .. }) => true,
+        None => false,
+    }
+}
+
+/// Before promoting `candidate`, in place of the primary lost (its pod gone, its redis-server
+/// restarted, or unhealthy for `failoverAfter`): a replica whose container runs but whose
+/// redis-server could not be read this pass (a labelled replica; under load a read can time out)
+/// may hold more acknowledged writes than the candidate (a write acknowledged by `WAIT 1` from it
+/// alone), and promoting another would repoint it and resync them away. So it is waited for, at
+/// most `failoverAfter` since the primary was lost; then the best readable one is promoted.
+/// `Some(what is awaited)` while waiting.
+pub(super) fn unread_replicas(
+    live: &[&Member],
+    candidate: &Member,
+    settings: &Settings,
+) -> Option<String> {
+    let unread: Vec<&str> = live
+        .iter()
+        .filter(|m| {
+            // Only a labelled replica followed the lost primary; a new, unlabelled pod has no
+            // data to wait for.
+            m.name != candidate.name
+                && m.label == Some(Label::Replica)
+                && m.ip.is_some()
+                && !m.process_gone
+                && !m.terminating
+                && m.redis.is_none()
+        })
+        .map(|m| m.name.as_str())
+        .collect();
+    let waited = settings
+        .primary_unhealthy_for
+        .unwrap_or(settings.failover_after);
+    if unread.is_empty() || waited >= settings.failover_after {
+        return None;
+    }
+    Some(format!(
+        "reading {} before choosing the most up-to-date replica ({}s of {}s)",
+        unread.join(", "),
+        waited.as_secs(),
+        settings.failover_after.as_secs()
+    ))
+}
+
+/// The reachable replica with the most data, of those that were linked to a primary (one that
+/// never finished a sync holds nothing): highest replication offset first, then current, Ready,
+/// lowest ordinal.
+pub(super) fn best_replica<'a>(members: &[&'a Member]) -> Option<&'a Member> {
+    members
+        .iter()
+        .copied()
+        .filter(|m| m.ip.is_some() && !m.process_gone)
+        .filter(|m| matches!(m.redis, Some(RedisRole::Replica { linked: true, .. })))
+        .max_by_key(|m| {
+            (
+                m.redis.as_ref().map_or(0, RedisRole::offset),
+                m.current,
+                m.ready,
+                std::cmp::Reverse(m.ordinal),
+            )
+        })
+}

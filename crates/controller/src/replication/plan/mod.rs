@@ -1,0 +1,303 @@
+//! Who is the primary, and what to tell each redis-server (Replication mode). Pure: the inputs are
+//! the pods as the API server and the redis-servers themselves describe them; the output is the
+//! steps to take. The rules (docs/design.md, "Replication"):
+//!
+//! 1. The primary is the pod labelled `myapp.tangx.in/role=primary`; the `<name>` Service
+//!    follows that label. At most one pod carries it: a label is removed before another is set.
+//! 2. Every redis-server starts fenced (a replica of nowhere, see [`crate::redis_server::FENCE_HOST`]).
+//!    With no primary and no data anywhere, the lowest ordinal is promoted (bootstrap).
+//! 3. A healthy primary (Ready, answering as a primary): every other reachable server is told to
+//!    replicate it, a server answering as a second primary included (fencing); replicas that follow
+//!    it are labelled replica.
+//! 4. A primary that is unreachable or not Ready is given `failoverAfter`; one whose pod is gone
+//!    or whose redis-server died or restarted (its container is not running, or it answers fenced:
+//!    its data is lost either way) is replaced at once. First every server still on a stream is
+//!    cut off (fenced, keeping its data), the old primary too when it answers; the next pass
+//!    promotes the replica with the highest offset among those that were linked to a primary,
+//!    repoints the others, and moves the labels last (see `election::fail_over`). A labelled replica that
+//!    could not be read is waited for first, at most `failoverAfter` since the primary was lost:
+//!    it may hold acknowledged writes the others lack.
+//! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
+//!    switchover to an in-sync replica that stays, with writes paused until it has caught up.
+//! 6. A live master is labelled, not failed over (DESIGN §9.3): when the labelled primary is
+//!    unhealthy or absent and another server answers as a primary (an earlier pass promoted it,
+//!    and this pass's cache still shows the labels from before), that server gets the label and
+//!    the others follow it; no replica is promoted over it.
+
+mod election;
+mod model;
+
+pub use model::{Decision, Health, Label, Member, Settings, Step};
+
+use crate::redis_server::info::RedisRole;
+use election::{adopt, adopted, electing, fail_over, holds_data, live_master, promote, reelect};
+
+pub fn decide(members: &[Member], settings: &Settings) -> Decision {
+    let live: Vec<&Member> = members.iter().filter(|m| !m.terminating).collect();
+    let mut labelled: Vec<&Member> = live
+        .iter()
+        .copied()
+        .filter(|m| m.label == Some(Label::Primary))
+        .collect();
+    // Rule 1 broken from outside (never by us): keep the best one, unlabel the others first.
+    labelled.sort_by_key(|m| {
+        let serving = m.ready && matches!(m.redis, Some(RedisRole::Primary { .. }));
+        (
+            std::cmp::Reverse(serving),
+            std::cmp::Reverse(m.redis.as_ref().map_or(-1, RedisRole::offset)),
+            m.ordinal,
+        )
+    });
+    let mut steps: Vec<Step> = labelled
+        .iter()
+        .skip(1)
+        .map(|m| Step::Label {
+            pod: m.name.clone(),
+            role: None,
+        })
+        .collect();
+    let all: Vec<&Member> = members.iter().collect();
+    let mut decision = match labelled.first() {
+        Some(primary) => with_primary(primary, &live, &all, settings),
+        None => without_primary(&live, &all, settings),
+    };
+    steps.append(&mut decision.steps);
+    decision.steps = steps;
+    decision
+}
+
+fn with_primary(
+    primary: &Member,
+    live: &[&Member],
+    all: &[&Member],
+    settings: &Settings,
+) -> Decision {
+    let others: Vec<&Member> = live
+        .iter()
+        .copied()
+        .filter(|m| m.name != primary.name)
+        .collect();
+    let healthy = primary.ready
+        && primary.ip.is_some()
+        && matches!(primary.redis, Some(RedisRole::Primary { .. }));
+    if healthy {
+        return serving(primary, &others, settings);
+    }
+    // Rule 6: another server already answers as the primary (promoted by an earlier pass whose
+    // label writes this pass's cache has not seen yet): it is labelled, never failed over.
+    if let Some(master) = live_master(&others) {
+        let mut steps = vec![Step::Label {
+            pod: primary.name.clone(),
+            role: None,
+        }];
+        steps.extend(adopt(master, live));
+        return adopted(master, steps);
+    }
+    // It runs but refuses the operator's password (changed by hand): it may still serve the
+    // clients that know it, and a failover would leave it a primary beside the new one. Said,
+    // and left to the user (the auth step reports the refusal too).
+    if primary.refuses_auth {
+        return Decision {
+            steps: Vec::new(),
+            primary: Some(primary.name.clone()),
+            health: Health::PrimaryUnhealthy(format!(
+                "primary {} refuses the operator's password: put the Secret's password back on it",
+                primary.name
+            )),
+            event: None,
+        };
+    }
+    // Its redis-server died (the kubelet may take seconds to restart a container it restarted
+    // before) or came back fenced and empty: nothing to wait for.
+    let restarted =
+        primary.process_gone || primary.redis.as_ref().is_some_and(RedisRole::is_fenced);
+    let unhealthy_for = settings.primary_unhealthy_for.unwrap_or_default();
+    if !restarted && unhealthy_for < settings.failover_after {
+        return Decision {
+            steps: Vec::new(),
+            primary: Some(primary.name.clone()),
+            health: Health::PrimaryUnhealthy(format!(
+                "primary {} is {} for {}s of the {}s allowed before failover",
+                primary.name,
+                describe_unhealthy(primary),
+                unhealthy_for.as_secs(),
+                settings.failover_after.as_secs()
+            )),
+            event: None,
+        };
+    }
+    let why = if restarted {
+        format!(
+            "the redis-server of primary {} died or restarted without its data",
+            primary.name
+        )
+    } else {
+        format!(
+            "primary {} was {} for {}s",
+            primary.name,
+            describe_unhealthy(primary),
+            unhealthy_for.as_secs()
+        )
+    };
+    fail_over(Some(primary), live, all, settings, why)
+}
+
+/// Rule 3 (and 5): a healthy primary.
+fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decision {
+    let ip = primary.ip.as_deref().unwrap_or_default();
+    let port = settings.port;
+    let leaving = !primary.current || primary.ordinal.is_none_or(|o| o >= settings.replicas);
+    if leaving
+        && let Some(heir) = others
+            .iter()
+            .filter(|m| {
+                m.ready
+                    && m.current
+                    && m.ordinal.is_some_and(|o| o < settings.replicas)
+                    && m.redis.as_ref().is_some_and(|r| {
+                        r.follows(ip, port) && matches!(r, RedisRole::Replica { link_up: true, .. })
+                    })
+            })
+            .max_by_key(|m| {
+                (
+                    m.redis.as_ref().map_or(0, RedisRole::offset),
+                    std::cmp::Reverse(m.ordinal),
+                )
+            })
+    {
+        return Decision {
+            steps: vec![Step::Switchover {
+                from: primary.name.clone(),
+                to: heir.name.clone(),
+            }],
+            primary: Some(heir.name.clone()),
+            health: Health::FailingOver(format!(
+                "primary {} is going away: handing over to {}",
+                primary.name, heir.name
+            )),
+            event: Some((
+                "PrimarySwitchedOver",
+                format!(
+                    "{} handed over to {} before being {}",
+                    primary.name,
+                    heir.name,
+                    if primary.current {
+                        "scaled away"
+                    } else {
+                        "replaced"
+                    }
+                ),
+            )),
+        };
+    }
+    let mut steps = Vec::new();
+    let mut lagging = Vec::new();
+    let links = match &primary.redis {
+        Some(RedisRole::Primary { replicas, .. }) => replicas.as_slice(),
+        _ => &[],
+    };
+    for member in others {
+        let Some(redis) = &member.redis else {
+            lagging.push(format!("{} unreachable", member.name));
+            continue;
+        };
+        if !redis.follows(ip, port) {
+            steps.push(Step::Follow {
+                pod: member.name.clone(),
+                host: ip.to_owned(),
+            });
+            // It serves nothing of this primary's until it is linked (say, it restarted empty):
+            // out of `<name>-replicas` meanwhile.
+            if member.label == Some(Label::Replica) {
+                steps.push(Step::Label {
+                    pod: member.name.clone(),
+                    role: None,
+                });
+            }
+            lagging.push(format!("{} not linked yet", member.name));
+            continue;
+        }
+        let link = member
+            .ip
+            .as_deref()
+            .and_then(|mip| links.iter().find(|l| l.ip == mip));
+        // Labelled (into `<name>-replicas`) once the primary lists it online: not during its
+        // first full sync. A label already there stays while it lags: the failover rules wait
+        // for a labelled replica that could not be read.
+        let online = link.is_some_and(|l| l.online);
+        if online && member.label != Some(Label::Replica) {
+            steps.push(Step::Label {
+                pod: member.name.clone(),
+                role: Some(Label::Replica),
+            });
+        }
+        match link {
+            Some(l) if l.online && l.lag <= settings.max_lag_seconds => {}
+            Some(l) if l.online => lagging.push(format!("{} lags {}s", member.name, l.lag)),
+            _ => lagging.push(format!("{} not linked yet", member.name)),
+        }
+    }
+    Decision {
+        steps,
+        primary: Some(primary.name.clone()),
+        health: if lagging.is_empty() {
+            Health::Replicating
+        } else {
+            Health::Degraded(lagging.join(", "))
+        },
+        event: None,
+    }
+}
+
+/// Rule 2 and the rest of rule 4: no pod carries the primary label.
+fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> Decision {
+    // Rule 6, as with an unhealthy labelled primary.
+    if let Some(master) = live_master(live) {
+        return adopted(master, adopt(master, live));
+    }
+    // A server that holds a primary's data: fail over to it.
+    if live.iter().any(|m| holds_data(m)) {
+        return fail_over(
+            None,
+            live,
+            all,
+            settings,
+            "no pod is the primary".to_owned(),
+        );
+    }
+    let in_range: Vec<&Member> = live
+        .iter()
+        .copied()
+        .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
+        .collect();
+    // A primary existed before (status.primary, or a role label left on a pod): never elect
+    // over data (DESIGN §9.2).
+    if settings.had_primary || live.iter().any(|m| m.label.is_some()) {
+        return reelect(&in_range, live, settings);
+    }
+    // Bootstrap of a new Redis: nobody has data; the lowest ordinal that exists is the primary.
+    let Some(first) = in_range.iter().copied().min_by_key(|m| m.ordinal) else {
+        return electing();
+    };
+    if first.redis.is_none() || first.ip.is_none() {
+        return electing();
+    }
+    Decision {
+        steps: promote(first, live),
+        primary: Some(first.name.clone()),
+        health: Health::FailingOver(format!("electing {} as the first primary", first.name)),
+        event: Some(("PrimaryElected", format!("{} is the primary", first.name))),
+    }
+}
+
+fn describe_unhealthy(m: &Member) -> &'static str {
+    match (&m.redis, m.ready) {
+        (None, _) => "unreachable",
+        (Some(RedisRole::Replica { .. }), _) => "not answering as a primary",
+        (Some(_), false) => "not Ready",
+        (Some(_), true) => "unhealthy",
+    }
+}
+
+#[cfg(test)]
+mod tests;
