@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::Controller;
-use e2e::{Context, Error, TestNamespace, repo_root};
+use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -242,11 +242,19 @@ async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
     pods.get(name).await.context(format!("reading pod {name}"))
 }
 
+/// The host pid of the pod's redis-server. The pod's status can still name a container the
+/// kubelet has just replaced (a restart after the last fault), so it is read again until the
+/// runtime has a running task of that id.
 async fn redis_pid(ns: &TestNamespace, name: &str) -> Result<u32, Error> {
-    let victim = pod(ns, name).await?;
-    node::container_pid(&victim, "redis")
-        .await
-        .map_err(|reason| process_error(format!("finding {name}'s redis-server"), reason))
+    wait_for(
+        &format!("{name}'s running redis-server"),
+        Duration::from_secs(60),
+        || async {
+            let victim = pod(ns, name).await.map_err(|e| e.to_string())?;
+            node::container_pid(&victim, "redis").await
+        },
+    )
+    .await
 }
 
 async fn signal(pid: u32, sig: &str, what: &str) -> Result<(), Error> {
@@ -420,7 +428,14 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     for writer in writers {
         writer.stop().await;
     }
-    outcome?;
+    if outcome.is_err() {
+        // The history so far is still checked and counted, on whatever answers as primary.
+        eprintln!(
+            "chaos: stopped after {} faults: {outcome:?}",
+            injected.values().sum::<u32>()
+        );
+        primary = node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await?;
+    }
 
     let history = std::mem::take(&mut *history.lock().unwrap_or_else(|e| e.into_inner()));
     let final_ip = node::pod_ip(&pod(&bed.ns, &primary).await?)
@@ -434,8 +449,9 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         .map(|(f, n)| format!("{f:?} x{n}"))
         .collect();
     eprintln!(
-        "chaos: {rounds} faults ({}), seed {seed}: {} writes acknowledged by {} primaries, {} \
+        "chaos: {} faults ({}), seed {seed}: {} writes acknowledged by {} primaries, {} \
          not acknowledged, {} lost, {} overlapping acknowledgements",
+        injected.values().sum::<u32>(),
         counts.join(", "),
         history.acks.len(),
         servers.len(),
@@ -443,6 +459,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         lost.len(),
         overlaps.len()
     );
+    outcome?;
     assert!(
         history.acks.len() > 20,
         "too few writes acknowledged to judge: {}",
