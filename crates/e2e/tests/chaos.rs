@@ -419,7 +419,10 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
             break;
         }
         *injected.entry(fault).or_default() += 1;
-        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await {
+        // Every fault takes the primary's data or its process away, so a new primary follows.
+        // Waiting for one other than the old also keeps a status written before the fault (the
+        // controller stopped, or not yet looking) from passing for the state after it.
+        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, Some(&primary)).await {
             Ok(now) => primary = now,
             Err(e) => {
                 outcome = Err(e);
