@@ -307,7 +307,9 @@ impl Bed {
             Fault::PrimaryFreeze => {
                 let pid = redis_pid(&self.ns, primary).await?;
                 signal(pid, "STOP", primary).await?;
-                tokio::time::sleep(FAILOVER_AFTER * 2 + Duration::from_secs(3)).await;
+                // Long enough for the whole failover to happen while it is frozen: reads time
+                // out (2 s a pass), failoverAfter runs, then the cut and the promotion passes.
+                tokio::time::sleep(FAILOVER_AFTER + Duration::from_secs(12)).await;
                 signal(pid, "CONT", primary).await?;
             }
             Fault::ControllerKill => {
