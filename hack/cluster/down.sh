@@ -13,9 +13,18 @@ source "${cluster_here}/node/node.sh"
 
 log() { printf '[cluster-down] %s\n' "$*" >&2; }
 
+# A frozen node's processes (fault.sh node-freeze) cannot die until thawed and continued.
+node_thaw_all
+for name in $(node_names); do
+  for pid in $(pid_of "kubelet-${name}") $(pid_of "containerd-${name}"); do
+    kill -CONT "$pid" 2>/dev/null || true
+  done
+done
+
+mapfile -t all < <(components $(node_names))
 stopped=0
-for ((i = ${#components[@]} - 1; i >= 0; i--)); do
-  name=${components[i]}
+for ((i = ${#all[@]} - 1; i >= 0; i--)); do
+  name=${all[i]}
   pid=$(pid_of "$name")
   if [[ -z $pid ]]; then
     rm -f "${pid_dir}/${name}.pid"
@@ -35,8 +44,8 @@ for ((i = ${#components[@]} - 1; i >= 0; i--)); do
   stopped=$((stopped + 1))
 done
 
-# What the real node leaves behind once its processes are gone: containers, mounts, pod
-# network namespaces, cgroups, iptables chains, the bridge.
+# What the real nodes leave behind once their processes are gone: containers, mounts, pod
+# network namespaces, cgroups, iptables chains (fault.sh's too), the bridges.
 node_cleanup
 
 if [[ ${KEEP_STATE:-} == 1 ]]; then

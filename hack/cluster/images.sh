@@ -70,14 +70,20 @@ pack() {
   log "${name}: packed $(du -h "$out" | cut -f1) into ${out}"
 }
 
-# import NAME: load bin/images/NAME.tar into the bed's containerd, if it runs.
+# import NAME: load bin/images/NAME.tar into the containerd of every real node that runs one.
 import() {
-  if [[ -z $(pid_of containerd) ]]; then
-    log "$1: the bed's containerd is not running (make cluster-up imports on start)"
-    return
+  local node into=()
+  for node in $(node_names); do
+    [[ -n $(pid_of "containerd-${node}") ]] || continue
+    node_use "$(node_index "$node")"
+    node_ctr images import --no-unpack=false "${images_dir}/$1.tar" >/dev/null
+    into+=("$node")
+  done
+  if ((${#into[@]} == 0)); then
+    log "$1: no real node's containerd is running (make cluster-up imports on start)"
+  else
+    log "$1: imported into the containerd of ${into[*]}"
   fi
-  node_ctr images import --no-unpack=false "${images_dir}/$1.tar" >/dev/null
-  log "$1: imported into the real node's containerd"
 }
 
 build_base() {

@@ -3,8 +3,9 @@
 #
 #   etcd, kube-apiserver (client certificates, Node+RBAC, PodSecurity, audit log),
 #   kube-controller-manager, kube-scheduler, kwok simulating two fake nodes so that
-#   scheduled pods become Running and Ready without a container runtime, and one real node
-#   (containerd, runc, CNI bridge, kubelet, kube-proxy: node/node.sh) whose pods really run.
+#   scheduled pods become Running and Ready without a container runtime, and REAL_NODES real
+#   nodes (default 3; each its own containerd, runc, CNI bridge and kubelet; one kube-proxy:
+#   node/node.sh) whose pods really run.
 #
 # Binaries come from hack/cluster/build.sh (cached). State lives in <repo>/.cluster/:
 #   kubeconfig   admin kubeconfig (user "admin", group system:masters)
@@ -22,17 +23,20 @@ source "${cluster_here}/node/node.sh"
 
 log() { printf '[cluster-up] %s\n' "$*" >&2; }
 
-kubectl() { "${bin_dir}/kubectl" --kubeconfig "${state_dir}/kubeconfig" "$@"; }
-
 # healthy: every component runs (as our process) and the API server is ready.
 healthy() {
   local name
   [[ -f "${state_dir}/kubeconfig" && -f "${state_dir}/ports.env" ]] || return 1
-  for name in "${components[@]}"; do
+  # shellcheck source=/dev/null
+  source "${state_dir}/ports.env"
+  [[ ${REAL_NODES_UP:-} == "${REAL_NODES}" ]] || return 1
+  local nodes=() i
+  for ((i = 0; i < REAL_NODES_UP; i++)); do nodes+=("real-node-${i}"); done
+  for name in $(components "${nodes[@]}"); do
     [[ -n $(pid_of "$name") ]] || return 1
   done
-  # shellcheck source=/dev/null
-  (source "${state_dir}/ports.env" && api_get "/readyz" >/dev/null)
+  [[ -z $(ls -A "$fault_dir" 2>/dev/null) ]] || return 1
+  api_get "/readyz" >/dev/null
 }
 
 # api_get PATH: GET from the API server as admin.
@@ -42,7 +46,7 @@ api_get() {
     "https://127.0.0.1:${APISERVER_PORT}$1"
 }
 
-if healthy; then
+if (healthy); then
   log "already up and healthy: export KUBECONFIG=${state_dir}/kubeconfig"
   exit 0
 fi
@@ -77,24 +81,27 @@ on_exit() {
 trap on_exit EXIT
 
 # --- ports -------------------------------------------------------------------------
-# Bind port 0 on 127.0.0.1 for each port at once, so the kernel hands out distinct free ports.
-read -r ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT \
-  KUBELET_PORT KUBELET_HEALTHZ_PORT PROXY_HEALTHZ_PORT PROXY_METRICS_PORT < <(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(10)]
+[[ $REAL_NODES =~ ^[1-9][0-9]?$ ]] || { log "REAL_NODES=${REAL_NODES}: give a number of real nodes, 1 to 99"; exit 1; }
+# Bind port 0 on 127.0.0.1 for each port at once, so the kernel hands out distinct free ports
+# (8 for the control plane and kube-proxy, 2 per real node: kubelet's and its healthz).
+ports=$(python3 -c '
+import socket, sys
+socks = [socket.socket() for _ in range(8 + 2 * int(sys.argv[1]))]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
-')
+' "$REAL_NODES")
+read -r ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KWOK_PORT \
+  PROXY_HEALTHZ_PORT PROXY_METRICS_PORT KUBELET_PORTS <<<"$ports"
 cat >"${state_dir}/ports.env" <<EOF
+REAL_NODES_UP=${REAL_NODES}
+KUBELET_PORTS="${KUBELET_PORTS}"
 ETCD_CLIENT_PORT=${ETCD_CLIENT_PORT}
 ETCD_PEER_PORT=${ETCD_PEER_PORT}
 APISERVER_PORT=${APISERVER_PORT}
 KCM_PORT=${KCM_PORT}
 SCHEDULER_PORT=${SCHEDULER_PORT}
 KWOK_PORT=${KWOK_PORT}
-KUBELET_PORT=${KUBELET_PORT}
-KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT}
 PROXY_HEALTHZ_PORT=${PROXY_HEALTHZ_PORT}
 PROXY_METRICS_PORT=${PROXY_METRICS_PORT}
 EOF
@@ -118,19 +125,22 @@ log "generating certificates in ${pki_dir}"
   sign apiserver "/CN=kube-apiserver" "$(printf '%s\n' \
     "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
     "extendedKeyUsage=serverAuth" \
-    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:${NODE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")"
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:${HOST_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")"
   client_ext=$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
     "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=clientAuth")
   sign admin "/O=system:masters/CN=admin" "$client_ext"
   sign kube-controller-manager "/CN=system:kube-controller-manager" "$client_ext"
   sign kube-scheduler "/CN=system:kube-scheduler" "$client_ext"
   sign kwok "/O=system:masters/CN=kwok" "$client_ext"
-  # The real node: kubelet's identity (Node authorizer), its serving certificate, the API
-  # server's client certificate for kubelet (logs, exec), kube-proxy's identity.
-  sign "node-${NODE_NAME}" "/O=system:nodes/CN=system:node:${NODE_NAME}" "$client_ext"
-  sign kubelet "/CN=${NODE_NAME}" "$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
-    "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" \
-    "subjectAltName=IP:${NODE_IP},DNS:${NODE_NAME}")"
+  # Each real node: kubelet's identity (Node authorizer) and its serving certificate. The API
+  # server's client certificate for kubelets (logs, exec), kube-proxy's identity.
+  for ((i = 0; i < REAL_NODES; i++)); do
+    node_use "$i"
+    sign "node-${NODE_NAME}" "/O=system:nodes/CN=system:node:${NODE_NAME}" "$client_ext"
+    sign "kubelet-${NODE_NAME}" "/CN=${NODE_NAME}" "$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+      "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" \
+      "subjectAltName=IP:${NODE_IP},DNS:${NODE_NAME}")"
+  done
   sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client_ext"
   sign kube-proxy "/CN=system:kube-proxy" "$client_ext"
   # Service-account token signing keys.
@@ -166,57 +176,15 @@ current-context: ${user}@redis-operator-test-bed
 EOF
   chmod 600 "$file"
 }
-for user in kube-controller-manager kube-scheduler kwok kube-proxy "node-${NODE_NAME}"; do
+for user in kube-controller-manager kube-scheduler kwok kube-proxy; do
   write_kubeconfig "${state_dir}/${user}.kubeconfig" "$user"
 done
+for ((i = 0; i < REAL_NODES; i++)); do
+  node_use "$i"
+  write_kubeconfig "${state_dir}/node-${NODE_NAME}.kubeconfig" "node-${NODE_NAME}"
+done
 
-# --- processes -----------------------------------------------------------------------
-# start NAME ARGS...: run bin/NAME in its own session, detached from this shell.
-start() {
-  local name=$1
-  shift
-  log "starting ${name}"
-  setsid "$(component_exe "$name")" "$@" </dev/null >"${log_dir}/${name}.log" 2>&1 &
-  local pid=$!
-  echo "$pid" >"${pid_dir}/${name}.pid"
-  # The background job runs bash, then setsid, then exec's bin/NAME; on a busy machine that
-  # takes a while. Wait for the exec (pid_of then knows the process) or for the process to die.
-  local tries
-  for ((tries = 0; tries < 300; tries++)); do
-    [[ -n $(pid_of "$name") ]] && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  failed_component=$name
-  if kill -0 "$pid" 2>/dev/null; then
-    log "${name} (pid ${pid}) did not exec ${bin_dir}/${name} within 30s"
-    kill -KILL "$pid" 2>/dev/null || true
-  else
-    log "${name} exited right away"
-  fi
-  exit 1
-}
-
-# wait_until NAME SECONDS COMMAND...: poll COMMAND until it succeeds; fail if NAME dies or time runs out.
-wait_until() {
-  local name=$1 timeout=$2
-  shift 2
-  local deadline=$((SECONDS + timeout))
-  until "$@" >/dev/null 2>&1; do
-    if [[ -z $(pid_of "$name") ]]; then
-      failed_component=$name
-      log "${name} exited"
-      exit 1
-    fi
-    if ((SECONDS >= deadline)); then
-      failed_component=$name
-      log "${name} not ready after ${timeout}s"
-      exit 1
-    fi
-    sleep 0.5
-  done
-}
-
+# --- processes (start, wait_until: lib.sh) ---------------------------------------------
 start etcd \
   --name=test-bed \
   --data-dir="${state_dir}/etcd" \
@@ -229,21 +197,23 @@ start etcd \
   --log-level=warn
 wait_until etcd 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health"
 
-# The real node's bridge and guards first: the API server is advertised on the node's address.
+# The host address and guards first: the API server is advertised on the host address.
 node_check_alone
 # Whatever a bed that was killed rather than stopped left behind (containers, cgroups, chains).
 node_cleanup
-log "setting up the real node's network (${NODE_BRIDGE} ${NODE_IP}, pods ${POD_CIDR})"
-node_network_up
+log "setting up the host network (${HOST_IF} ${HOST_IP}, pods of ${REAL_NODES} real nodes in ${POD_CIDR})"
+host_network_up
 
-# --bind-address=0.0.0.0, --advertise-address=NODE_IP: pods on the real node reach the API server
-# through the "kubernetes" Service (10.96.0.1), whose endpoint is the node's address on the bridge.
+# --bind-address=0.0.0.0, --advertise-address=HOST_IP: pods on the real nodes reach the API server
+# through the "kubernetes" Service (10.96.0.1), whose endpoint is the host address.
 # --allow-privileged: so that Pod Security admission, not this flag, decides about privileged pods.
-# PodNodeSelector, PodTolerationRestriction: a test namespace annotated for the real node puts
-# every pod there (the Redis API has no node selector of its own).
+# PodNodeSelector, PodTolerationRestriction: a test namespace annotated for the real nodes puts
+# every pod there.
+# --default-*-toleration-seconds: a pod on a node that stopped answering is evicted 10 s after the
+# node is marked unreachable (5 min by default), so node-loss tests finish in minutes.
 start kube-apiserver \
   --bind-address=0.0.0.0 \
-  --advertise-address="${NODE_IP}" \
+  --advertise-address="${HOST_IP}" \
   --secure-port="${APISERVER_PORT}" \
   --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" \
   --tls-cert-file="${pki_dir}/apiserver.crt" \
@@ -257,6 +227,8 @@ start kube-apiserver \
   --kubelet-preferred-address-types=InternalIP \
   --allow-privileged=true \
   --service-cluster-ip-range=10.96.0.0/16 \
+  --default-not-ready-toleration-seconds=10 \
+  --default-unreachable-toleration-seconds=10 \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="${pki_dir}/sa.pub" \
   --service-account-signing-key-file="${pki_dir}/sa.key" \
@@ -282,6 +254,8 @@ start kube-controller-manager \
   --cluster-signing-cert-file="${pki_dir}/ca.crt" \
   --cluster-signing-key-file="${pki_dir}/ca.key" \
   --leader-elect=false \
+  --node-monitor-period=2s \
+  --node-monitor-grace-period=20s \
   --profiling=false \
   --v=1
 
@@ -308,7 +282,7 @@ HOME="${state_dir}/kwok-home" start kwok \
   --node-port="${KWOK_PORT}" \
   --server-address="127.0.0.1:${KWOK_PORT}" \
   --cidr=10.244.0.1/16 \
-  --node-lease-duration-seconds=40 \
+  --node-lease-duration-seconds=16 \
   "${stage_args[@]}"
 
 log "creating the fake nodes"
@@ -316,29 +290,30 @@ failed_component=kube-apiserver
 kubectl apply --server-side --field-manager=test-bed -f "${cluster_here}/nodes.yaml" >/dev/null
 failed_component=""
 
-# --- the real node ----------------------------------------------------------------------
-node_cgroups_up
-node_write_configs "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$PROXY_HEALTHZ_PORT" "$PROXY_METRICS_PORT"
-start containerd --config "${containerd_dir}/config.toml"
-wait_until containerd 60 node_ctr version
+# --- the real nodes ------------------------------------------------------------------------
+nodes=()
+read -r -a kubelet_ports <<<"$KUBELET_PORTS"
+for ((i = 0; i < REAL_NODES; i++)); do
+  node_use "$i"
+  nodes+=("$NODE_NAME")
+  node_write_configs "${kubelet_ports[2 * i]}" "${kubelet_ports[2 * i + 1]}"
+  node_start_containerd
+done
 "${cluster_here}/images.sh" base
-start kubelet \
-  --config="${node_dir}/kubelet/config.yaml" \
-  --kubeconfig="${state_dir}/node-${NODE_NAME}.kubeconfig" \
-  --root-dir="${node_dir}/kubelet/root" \
-  --cert-dir="${node_dir}/kubelet/pki" \
-  --hostname-override="${NODE_NAME}" \
-  --node-ip="${NODE_IP}" \
-  --node-labels="${NODE_LABEL}=real" \
-  --register-with-taints="${NODE_LABEL}=real:NoSchedule" \
-  --v=1
-start kube-proxy --config="${node_dir}/kube-proxy/config.yaml" --v=1
-# Volumes for claims on the real node: directories under .cluster/node/volumes/, as `local`
-# PersistentVolumes (provisioner/main.go), through the default StorageClass bed-local.
+for ((i = 0; i < REAL_NODES; i++)); do
+  node_use "$i"
+  node_start_kubelet
+done
+proxy_write_config "$PROXY_HEALTHZ_PORT" "$PROXY_METRICS_PORT"
+start kube-proxy --config="${nodes_dir}/kube-proxy/config.yaml" --v=1
+# Volumes for claims on the real nodes: directories under .cluster/node/volumes/<node>/, as
+# `local` PersistentVolumes pinned to that node (provisioner/), through the default StorageClass
+# bed-local.
+nodes_csv=$(IFS=,; echo "${nodes[*]}")
 start bed-provisioner \
   --kubeconfig="${state_dir}/kubeconfig" \
-  --root="${node_dir}/volumes" \
-  --node="${NODE_NAME}" \
+  --root="${volumes_dir}" \
+  --nodes="${nodes_csv}" \
   --provisioner-name=redis-operator.dev/bed-local
 kubectl apply --server-side --field-manager=test-bed -f "${cluster_here}/storageclass.yaml" >/dev/null
 
@@ -347,7 +322,9 @@ wait_until kube-scheduler 120 curl --silent --fail --insecure --max-time 2 "http
 # The serviceaccount controller creates "default" in every namespace; pods need it.
 wait_until kube-controller-manager 120 kubectl get serviceaccount default --namespace default
 wait_until kwok 120 kubectl wait node --selector=type=kwok --for=condition=Ready --timeout=2s
-wait_until kubelet 180 kubectl wait node "${NODE_NAME}" --for=condition=Ready --timeout=2s
+for node in "${nodes[@]}"; do
+  wait_until "kubelet-${node}" 180 kubectl wait node "$node" --for=condition=Ready --timeout=2s
+done
 wait_until kube-proxy 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${PROXY_HEALTHZ_PORT}/healthz"
 
 log "up: $(kubectl version 2>/dev/null | tr '\n' ' ')"

@@ -1,13 +1,13 @@
-// bed-provisioner: the test bed's dynamic volume provisioner for the real node.
+// bed-provisioner: the test bed's dynamic volume provisioner for the real nodes.
 //
-// It runs as a process on the machine that is the real node (started by ../up.sh), so it creates
-// each volume as a directory under --root directly, and hands it to Kubernetes as a `local`
-// PersistentVolume pinned to that node. The controller loop (watching claims, binding, retries,
+// It runs as a process on the machine that holds every real node (started by ../up.sh), so it
+// creates each volume as a directory under --root/<node>/ directly, and hands it to Kubernetes as
+// a `local` PersistentVolume pinned to the node the scheduler chose for the claim's first pod. The controller loop (watching claims, binding, retries,
 // reclaim on delete) is sig-storage-lib-external-provisioner's, the library external
 // provisioners are built on; this file only says where a volume lives.
 //
 // The StorageClass that names it uses volumeBindingMode WaitForFirstConsumer, so the scheduler
-// picks the node first and a volume is only ever made for the real node.
+// picks the node first and a volume is only ever made for a real node.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,22 +30,23 @@ import (
 )
 
 type localDirs struct {
-	root string // where volumes are made: <root>/<pv name>
-	node string // the only node that has them
+	root  string          // where volumes are made: <root>/<node>/<pv name>
+	nodes map[string]bool // the nodes that have them
 }
 
 var _ controller.Provisioner = &localDirs{}
 
 func (p *localDirs) Provision(_ context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
-	if opts.SelectedNodeName != "" && opts.SelectedNodeName != p.node {
-		return nil, controller.ProvisioningFinished, fmt.Errorf("volumes of this class exist only on node %s, not %s", p.node, opts.SelectedNodeName)
+	node := opts.SelectedNodeName
+	if !p.nodes[node] {
+		return nil, controller.ProvisioningFinished, fmt.Errorf("volumes of this class exist only on the real nodes, not on %q (the StorageClass waits for the first consumer, so the scheduler picks the node)", node)
 	}
 	for _, mode := range opts.PVC.Spec.AccessModes {
 		if mode != v1.ReadWriteOnce && mode != v1.ReadWriteOncePod {
 			return nil, controller.ProvisioningFinished, fmt.Errorf("access mode %s is not offered (a local directory on one node: ReadWriteOnce or ReadWriteOncePod)", mode)
 		}
 	}
-	path := filepath.Join(p.root, opts.PVName)
+	path := filepath.Join(p.root, node, opts.PVName)
 	// Group-writable only through the pod's fsGroup, which kubelet applies to local volumes.
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, controller.ProvisioningInBackground, fmt.Errorf("creating %s: %w", path, err)
@@ -70,7 +72,7 @@ func (p *localDirs) Provision(_ context.Context, opts controller.ProvisionOption
 					MatchExpressions: []v1.NodeSelectorRequirement{{
 						Key:      v1.LabelHostname,
 						Operator: v1.NodeSelectorOpIn,
-						Values:   []string{p.node},
+						Values:   []string{node},
 					}},
 				}},
 			}},
@@ -84,9 +86,10 @@ func (p *localDirs) Delete(_ context.Context, pv *v1.PersistentVolume) error {
 		return &controller.IgnoredError{Reason: "not a local volume"}
 	}
 	path := pv.Spec.Local.Path
-	// Only ever remove what this provisioner made: a direct child of --root.
-	if filepath.Dir(filepath.Clean(path)) != filepath.Clean(p.root) {
-		return &controller.IgnoredError{Reason: fmt.Sprintf("%s is not under %s", path, p.root)}
+	// Only ever remove what this provisioner made: a direct child of --root/<node>.
+	parent := filepath.Dir(filepath.Clean(path))
+	if filepath.Dir(parent) != p.root || !p.nodes[filepath.Base(parent)] {
+		return &controller.IgnoredError{Reason: fmt.Sprintf("%s is not under %s/<node>", path, p.root)}
 	}
 	if err := os.RemoveAll(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing %s: %w", path, err)
@@ -99,11 +102,17 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
 	name := flag.String("provisioner-name", "redis-operator.dev/bed-local", "the StorageClass provisioner this process serves")
 	root := flag.String("root", "", "directory the volumes are made in")
-	node := flag.String("node", "", "the node the volumes are on (its kubernetes.io/hostname label)")
+	nodeList := flag.String("nodes", "", "the nodes volumes can be on, comma-separated (their kubernetes.io/hostname labels)")
 	flag.Parse()
-	if *kubeconfig == "" || *root == "" || *node == "" {
-		fmt.Fprintln(os.Stderr, "bed-provisioner: --kubeconfig, --root and --node are required")
+	if *kubeconfig == "" || *root == "" || *nodeList == "" {
+		fmt.Fprintln(os.Stderr, "bed-provisioner: --kubeconfig, --root and --nodes are required")
 		os.Exit(2)
+	}
+	nodes := map[string]bool{}
+	for _, node := range strings.Split(*nodeList, ",") {
+		if node != "" {
+			nodes[node] = true
+		}
 	}
 	if err := os.MkdirAll(*root, 0o755); err != nil {
 		klog.Fatalf("creating %s: %v", *root, err)
@@ -118,8 +127,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	provisioner := controller.NewProvisionController(ctx, client, *name, &localDirs{root: filepath.Clean(*root), node: *node},
+	provisioner := controller.NewProvisionController(ctx, client, *name, &localDirs{root: filepath.Clean(*root), nodes: nodes},
 		controller.LeaderElection(false))
-	klog.Infof("serving StorageClass provisioner %s: volumes in %s on node %s", *name, *root, *node)
+	klog.Infof("serving StorageClass provisioner %s: volumes in %s/<node> on nodes %s", *name, *root, *nodeList)
 	provisioner.Run(ctx)
 }
