@@ -35,6 +35,10 @@ pub struct CachedPod {
     pub ready: bool,
     /// The PodScheduled condition is False for reason Unschedulable: its message ("" without).
     pub unschedulable: Option<String>,
+    /// The DisruptionTarget condition is True for reason DeletionByTaintManager: the pod was
+    /// evicted because its node carries a NoExecute taint, as a node that stopped answering does
+    /// (`node.kubernetes.io/unreachable`, `not-ready`).
+    pub evicted_by_taint: bool,
     /// `status.containerStatuses`, in order.
     pub containers: Vec<CachedContainer>,
 }
@@ -87,6 +91,11 @@ impl CachedPod {
             ready: conditions
                 .iter()
                 .any(|c| c.type_ == "Ready" && c.status == "True"),
+            evicted_by_taint: conditions.iter().any(|c| {
+                c.type_ == "DisruptionTarget"
+                    && c.status == "True"
+                    && c.reason.as_deref() == Some("DeletionByTaintManager")
+            }),
             unschedulable: conditions.into_iter().find_map(unschedulable),
             containers: status
                 .container_statuses

@@ -224,6 +224,7 @@ pub async fn delete_pod(
     pod_name: &str,
     uid: Option<&str>,
     why: &str,
+    without_kubelet: bool,
 ) -> Result<Deletion, Refused> {
     // Only the pod the plan was made from: a leader acting on a stale view (or a lease that ran
     // out) never deletes a newer pod of the same name.
@@ -232,6 +233,9 @@ pub async fn delete_pod(
             uid: Some(uid.to_owned()),
             resource_version: None,
         }),
+        // Grace period 0 removes the object at once (`kubectl delete --force --grace-period=0`):
+        // only for a pod whose kubelet stopped answering (`plan::is_lost`).
+        grace_period_seconds: without_kubelet.then_some(0),
         ..DeleteParams::default()
     };
     match w.pods.delete(pod_name, &params).await {

@@ -3,6 +3,11 @@
 //! carries the steps out, and the next reconcile re-plans from the new real state.
 
 use crate::cached::CachedPod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// How long past its deletion deadline a pod evicted from an unanswering node may stay before it
+/// is force-deleted: time for a kubelet that is merely slow to confirm the deletion itself.
+pub const LOST_POD_GRACE: SignedDuration = SignedDuration::from_secs(5);
 
 /// What the planner needs to know about one existing pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +25,9 @@ pub struct PodView {
     pub finished: bool,
     /// It has a deletionTimestamp: already going away.
     pub terminating: bool,
+    /// Its node stopped answering (see [`is_lost`]): no kubelet will ever confirm its deletion,
+    /// so it holds its name until force-deleted.
+    pub lost: bool,
     /// Why it cannot become Ready on its own, when the kubelet or scheduler says so.
     pub trouble: Option<PodTrouble>,
     /// It carries the primary role label (Replication mode).
@@ -90,11 +98,27 @@ impl PodView {
             ready: pod.ready,
             finished: matches!(pod.phase.as_deref(), Some("Failed" | "Succeeded")),
             terminating: pod.metadata.deletion_timestamp.is_some(),
+            lost: is_lost(pod, Timestamp::now()),
             trouble: PodTrouble::of(pod),
             primary: pod.role.as_deref() == Some(api::pods::ROLE_PRIMARY),
             name,
         }
     }
+}
+
+/// A pod the taint manager evicted (its node is unreachable or not ready: the node lifecycle
+/// controller's NoExecute taints, after the API server's default toleration of them) and whose
+/// deletion deadline (the deletionTimestamp, grace period included) passed [`LOST_POD_GRACE`]
+/// ago. A kubelet that answers removes its pod by then; one that does not never will, and the pod
+/// keeps its name, so its replacement could not start on another node (a StatefulSet waits for
+/// a person to force-delete it).
+pub fn is_lost(pod: &CachedPod, now: Timestamp) -> bool {
+    pod.evicted_by_taint
+        && pod
+            .metadata
+            .deletion_timestamp
+            .as_ref()
+            .is_some_and(|deadline| deadline.0 + LOST_POD_GRACE <= now)
 }
 
 /// Why a pod is deleted (said in the event).
@@ -108,6 +132,9 @@ pub enum DeleteReason {
     Outdated,
     /// Carries our labels and owner but not a name we make.
     Stray,
+    /// Evicted from a node that stopped answering, and past its deadline ([`is_lost`]): deleted
+    /// without waiting for the kubelet (grace period 0), so its replacement can start elsewhere.
+    NodeLost,
 }
 
 impl DeleteReason {
@@ -119,6 +146,9 @@ impl DeleteReason {
             }
             DeleteReason::Outdated => "rolling update to the new spec",
             DeleteReason::Stray => "not a pod name this Redis uses",
+            DeleteReason::NodeLost => {
+                "its node stopped answering; deleted without waiting for its kubelet"
+            }
         }
     }
 }
@@ -176,6 +206,17 @@ pub fn plan(replicas: u32, desired_hash: &str, pods: &[PodView]) -> Vec<PodStep>
             && !held_as_primary(pod, pods)
         {
             deletes.push((pod.ordinal, pod.delete(reason)));
+        }
+    }
+    // A lost pod still labelled primary waits for the failover to move the label to a replica
+    // (the replication step fails a primary it cannot read over): its replacement starts empty.
+    for pod in pods.iter().filter(|p| p.lost) {
+        let failover_pending = pod.primary
+            && pods
+                .iter()
+                .any(|p| p.name != pod.name && !p.terminating && !p.finished);
+        if !failover_pending {
+            deletes.push((pod.ordinal, pod.delete(DeleteReason::NodeLost)));
         }
     }
     // Highest ordinal first (strays, having none, go last).

@@ -223,6 +223,7 @@ mod tests {
             ready,
             finished: false,
             terminating: false,
+            lost: false,
             trouble: None,
             primary: false,
         }

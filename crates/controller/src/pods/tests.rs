@@ -67,7 +67,7 @@ async fn create_against(script: Vec<Exchange>) -> (Result<Done, Refused>, Vec<Va
 /// `delete_pod` of `cache-0` (uid `p-uid`) against a fake API server playing `script`.
 async fn delete_against(script: Vec<Exchange>) -> (Result<Deletion, Refused>, Vec<Value>) {
     against(script, async |w| {
-        delete_pod(w, "cache-0", Some("p-uid"), "scale down").await
+        delete_pod(w, "cache-0", Some("p-uid"), "scale down", false).await
     })
     .await
 }

@@ -30,7 +30,7 @@ pub async fn cleanup(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     {
         let (name, uid) = (pod.name_any(), pod.metadata.uid.as_deref());
         let why = "the Redis is being deleted";
-        match pods::delete_pod(&w, &name, uid, why).await {
+        match pods::delete_pod(&w, &name, uid, why, false).await {
             Ok(Deletion::Deleted) => deleted.push((why, name)),
             // Gone means going; anything else is looked at again on the next pass.
             Ok(Deletion::Gone) => {}

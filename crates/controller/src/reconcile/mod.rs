@@ -18,7 +18,7 @@ use crate::Error;
 use crate::k8s::{self, conditions::now};
 use crate::metrics::ReasonLabels;
 use crate::pods::build::{pod_spec, spec_hash};
-use crate::pods::plan::{self, PodStep, PodView};
+use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
 use crate::{RetryClass, auth, backoff, children, replication, storage};
@@ -257,7 +257,8 @@ async fn write_pods(
             }
             PodStep::Delete { name, uid, reason } => {
                 let why = reason.describe();
-                let done = pods::delete_pod(w, name, uid.as_deref(), why).await;
+                let without_kubelet = *reason == DeleteReason::NodeLost;
+                let done = pods::delete_pod(w, name, uid.as_deref(), why, without_kubelet).await;
                 if let Ok(Deletion::Deleted) = done {
                     deleted.push((why, name.clone()));
                 }
@@ -343,7 +344,6 @@ impl PassOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pods::plan::DeleteReason;
 
     #[test]
     fn a_pass_keeps_the_first_refusal_and_stops_creating_after_a_refused_create() {

@@ -15,6 +15,7 @@ fn pod(i: u32) -> PodView {
         ready: true,
         finished: false,
         terminating: false,
+        lost: false,
         trouble: None,
         primary: false,
     }
@@ -388,4 +389,74 @@ fn a_pod_promoted_in_this_pass_is_not_deleted_by_it() {
     // Standalone mode (no replication decision): the views are as the cache has them.
     let unchanged = with_primary(vec![pod(0), pod(1)], None);
     assert_eq!(unchanged, vec![pod(0), pod(1)]);
+}
+
+fn lost(i: u32) -> PodView {
+    PodView {
+        terminating: true,
+        lost: true,
+        ready: false,
+        ..pod(i)
+    }
+}
+
+#[test]
+fn a_pod_lost_with_its_node_is_deleted_without_its_kubelet_and_replaced_once_gone() {
+    // Its node stopped answering: the taint manager evicted it, and no kubelet will confirm.
+    let pods = [pod(0), lost(1), pod(2)];
+    assert_eq!(
+        deletes(&plan(3, H, &pods)),
+        vec![("r-1", DeleteReason::NodeLost)]
+    );
+    assert!(
+        creates(&plan(3, H, &pods)).is_empty(),
+        "its name is still taken"
+    );
+    // A pod that is merely terminating waits for its kubelet.
+    let slow = PodView {
+        terminating: true,
+        ..pod(1)
+    };
+    assert!(plan(3, H, &[pod(0), slow, pod(2)]).is_empty());
+}
+
+#[test]
+fn a_lost_primary_waits_for_the_failover_to_move_its_label() {
+    let primary = PodView {
+        primary: true,
+        ..lost(0)
+    };
+    assert!(deletes(&plan(3, H, &[primary.clone(), pod(1), pod(2)])).is_empty());
+    // Alone (nothing to fail over to), or once the label moved, it goes.
+    assert_eq!(
+        deletes(&plan(1, H, std::slice::from_ref(&primary))),
+        vec![("r-0", DeleteReason::NodeLost)]
+    );
+    let moved = PodView {
+        primary: true,
+        ..pod(1)
+    };
+    assert_eq!(
+        deletes(&plan(3, H, &[lost(0), moved, pod(2)])),
+        vec![("r-0", DeleteReason::NodeLost)]
+    );
+}
+
+#[test]
+fn a_pod_counts_as_lost_only_when_evicted_by_taint_and_past_its_deadline() {
+    use crate::cached::CachedPod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    let deadline: Timestamp = "2026-12-04T10:00:00Z".parse().expect("a timestamp");
+    let mut pod = CachedPod::default();
+    pod.metadata.deletion_timestamp = Some(Time(deadline));
+    let after = deadline + LOST_POD_GRACE;
+    assert!(
+        !is_lost(&pod, after),
+        "deleted by someone, its kubelet will confirm"
+    );
+    pod.evicted_by_taint = true;
+    assert!(!is_lost(&pod, deadline), "its grace period is not over");
+    assert!(is_lost(&pod, after));
+    pod.metadata.deletion_timestamp = None;
+    assert!(!is_lost(&pod, after), "not being deleted");
 }
