@@ -16,6 +16,7 @@ pub mod bench;
 mod cluster;
 mod crd;
 mod error;
+pub mod history;
 mod namespace;
 pub mod node;
 pub mod operator;

@@ -1,7 +1,8 @@
-//! The bed's real node (`hack/cluster/node/`): kubelet + containerd + runc + a CNI bridge, so
-//! pods really run. Tests that need real processes put their namespace there with
+//! The bed's real nodes (`hack/cluster/node/`): each kubelet + containerd + runc + a CNI bridge,
+//! so pods really run. Tests that need real processes put their namespace there with
 //! [`NamespaceOptions::real_node`](crate::NamespaceOptions::real_node) and talk to Redis through
-//! the pod IPs with the machine's own `redis-cli` (installed by `hack/cluster/node/packages.sh`).
+//! the pod IPs with the machine's own `redis-cli` (installed by `hack/cluster/node/packages.sh`);
+//! [`fault`] stops, freezes, partitions and heals a node (`hack/cluster/fault.sh`).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -16,9 +17,9 @@ use api::Redis;
 
 use crate::{Cluster, Context, Error, TestNamespace, repo_root, seen, wait_for};
 
-/// The real node's name (`NODE_NAME` in `hack/cluster/node/node.sh`).
-pub const NODE_NAME: &str = "real-node-0";
-/// Label (value `real`) and taint key of the real node.
+/// The real nodes' names are this and their index (`node_use` in `hack/cluster/node/node.sh`).
+pub const NODE_NAME_PREFIX: &str = "real-node-";
+/// Label (value `real`) and taint key of the real nodes.
 pub const NODE_LABEL: &str = "redis-operator.dev/node";
 /// The Redis image `hack/cluster/images.sh base` builds from Debian's redis-server and imports.
 pub const REDIS_IMAGE: &str = "localhost/redis:bed";
@@ -29,31 +30,114 @@ pub const MISSING_IMAGE: &str = "localhost/redis:no-such-tag";
 /// How long one `redis-cli` call may take.
 const REDIS_CLI_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Checks that the cluster has the real node and that it is Ready: a test that needs real
-/// processes fails here, with a hint, instead of waiting for pods that will never run.
-pub async fn require_real_node(cluster: &Cluster) -> Result<Node, Error> {
-    let nodes: Api<Node> = Api::all(cluster.client());
-    let node = nodes
-        .get_opt(NODE_NAME)
-        .await
-        .context(format!("reading node {NODE_NAME}"))?
-        .ok_or_else(|| Error::Process {
-            what: format!("finding the real node {NODE_NAME}"),
-            reason: "the cluster has no such node; the local test bed starts one \
-                     (make cluster-up, see hack/cluster/README.md)"
-                .into(),
-        })?;
-    let ready = node
-        .status
+/// Whether `node` is one of the bed's real nodes.
+pub fn is_real_node(node: &str) -> bool {
+    node.starts_with(NODE_NAME_PREFIX)
+}
+
+/// The node a pod was scheduled to.
+pub fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.node_name.as_deref()
+}
+
+/// Whether a node's Ready condition is True.
+pub fn node_ready(node: &Node) -> bool {
+    node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    if ready {
-        Ok(node)
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Checks that the cluster has real nodes and that they are all Ready: a test that needs real
+/// processes fails here, with a hint, instead of waiting for pods that will never run. Returns
+/// them, by name.
+pub async fn require_real_node(cluster: &Cluster) -> Result<Vec<Node>, Error> {
+    let nodes: Api<Node> = Api::all(cluster.client());
+    let mut real = nodes
+        .list(&ListParams::default().labels(&format!("{NODE_LABEL}=real")))
+        .await
+        .context("listing the real nodes")?
+        .items;
+    real.sort_by_key(|n| n.name_any());
+    if real.is_empty() {
+        return Err(Error::Process {
+            what: "finding the real nodes".into(),
+            reason: format!(
+                "the cluster has no node labelled {NODE_LABEL}=real; the local test bed starts \
+                 them (make cluster-up, see hack/cluster/README.md)"
+            ),
+        });
+    }
+    let not_ready: Vec<String> = real
+        .iter()
+        .filter(|n| !node_ready(n))
+        .map(|n| n.name_any())
+        .collect();
+    if not_ready.is_empty() {
+        Ok(real)
     } else {
         Err(Error::Process {
-            what: format!("using the real node {NODE_NAME}"),
-            reason: "it is not Ready (see .cluster/logs/kubelet.log)".into(),
+            what: format!("using the real nodes {not_ready:?}"),
+            reason: "not Ready (see .cluster/logs/kubelet-<node>.log; hack/cluster/fault.sh \
+                     status shows a fault left in place)"
+                .into(),
+        })
+    }
+}
+
+/// A node fault of `hack/cluster/fault.sh`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeFault {
+    /// kubelet, containerd and the node's containers killed.
+    Stop,
+    /// The node's containers frozen, kubelet and containerd stopped.
+    Freeze,
+    /// The node's pods cut off from the other nodes and the host, kubelet stopped.
+    Partition,
+    /// Whichever of the three the node has, undone.
+    Heal,
+}
+
+impl NodeFault {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Stop => "node-stop",
+            Self::Freeze => "node-freeze",
+            Self::Partition => "node-partition",
+            Self::Heal => "node-heal",
+        }
+    }
+}
+
+/// Runs `hack/cluster/fault.sh VERB NODE` (needs root, as the bed does).
+pub async fn fault(fault: NodeFault, node: &str) -> Result<(), Error> {
+    let script = repo_root().join("hack/cluster/fault.sh");
+    let run = Command::new(&script)
+        .args([fault.verb(), node])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let what = format!("{} {} {node}", script.display(), fault.verb());
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .map_err(|_| Error::Process {
+            what: what.clone(),
+            reason: "did not finish within 120 s".into(),
+        })?
+        .map_err(|e| Error::Process {
+            what: what.clone(),
+            reason: e.to_string(),
+        })?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Process {
+            what,
+            reason: format!(
+                "{}: {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
         })
     }
 }
@@ -89,9 +173,9 @@ pub async fn redis_cli(host: &str, port: u16, args: &[&str]) -> Result<String, S
     }
 }
 
-/// The bed's containerd socket.
-fn containerd_socket() -> PathBuf {
-    repo_root().join(".cluster/node/containerd/containerd.sock")
+/// The socket of a real node's containerd.
+fn containerd_socket(node: &str) -> PathBuf {
+    repo_root().join(format!(".cluster/node/{node}/containerd/containerd.sock"))
 }
 
 /// The host pid of the main process of the pod's container `container`, from the runtime.
@@ -104,9 +188,10 @@ pub async fn container_pid(pod: &Pod, container: &str) -> Result<u32, String> {
         .and_then(|c| c.container_id.as_deref())
         .and_then(|id| id.strip_prefix("containerd://"))
         .ok_or_else(|| format!("container {container} has no containerd id yet"))?;
+    let node = node_of(pod).ok_or_else(|| "the pod is not scheduled yet".to_owned())?;
     let output = Command::new("ctr")
         .arg("--address")
-        .arg(containerd_socket())
+        .arg(containerd_socket(node))
         .args(["--namespace", "k8s.io", "task", "ls"])
         .output()
         .await
@@ -117,7 +202,7 @@ pub async fn container_pid(pod: &Pod, container: &str) -> Result<u32, String> {
             let mut words = line.split_whitespace();
             (words.next() == Some(id)).then(|| words.next()?.parse().ok())?
         })
-        .ok_or_else(|| format!("no running task {id} in the bed's containerd"))
+        .ok_or_else(|| format!("no running task {id} in {node}'s containerd"))
 }
 
 /// Sends `signal` (e.g. `KILL`, `STOP`) to a host process, as root on the machine would.

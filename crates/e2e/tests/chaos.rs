@@ -13,11 +13,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use e2e::history::{History, Writer, lost_on, overlapping};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::Controller;
 use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
@@ -88,139 +88,6 @@ fn env_number(name: &str) -> Result<Option<u64>, Error> {
             .map_err(|e| process_error(format!("reading {name}={v}"), format!("{e}"))),
         Err(_) => Ok(None),
     }
-}
-
-/// One write a writer saw acknowledged by `WAIT 1`: its key and value, the pod IP that
-/// acknowledged it, and when it was sent and acknowledged.
-#[derive(Debug, Clone)]
-struct Ack {
-    key: String,
-    value: u64,
-    server: String,
-    sent: Instant,
-    acked: Instant,
-}
-
-#[derive(Default)]
-struct History {
-    acks: Vec<Ack>,
-    /// Writes refused or not acknowledged by a replica (not promised, so not checked).
-    unacknowledged: u64,
-}
-
-/// A writer of unique keys `w<id>-<n>` through `host`, each write followed by `WAIT 1 1000`;
-/// reconnects after any error. Each connection asks the server its own address (`CLIENT
-/// INFO`'s `laddr`), so each acknowledgement is attributed to a pod.
-struct Writer {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Writer {
-    fn start(id: u32, host: String, history: Arc<Mutex<History>>) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let url = format!("redis://:{PASSWORD}@{host}:{PORT}/");
-            let Ok(client) = redis::Client::open(url) else {
-                return;
-            };
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(Duration::from_secs(1)))
-                .set_response_timeout(Some(Duration::from_secs(2)));
-            let mut connection: Option<(redis::aio::MultiplexedConnection, String)> = None;
-            let mut n = 0u64;
-            while !flag.load(Ordering::Relaxed) {
-                if connection.is_none() {
-                    connection = connect(&client, &config).await;
-                }
-                let Some((con, server)) = connection.as_mut() else {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                };
-                n += 1;
-                let key = format!("w{id}-{n}");
-                let sent = Instant::now();
-                let written: redis::RedisResult<()> =
-                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
-                let replicas: redis::RedisResult<i64> = match written {
-                    Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
-                    Err(e) => Err(e),
-                };
-                let acked = Instant::now();
-                let failed = replicas.is_err();
-                {
-                    let mut history = history.lock().unwrap_or_else(|e| e.into_inner());
-                    match replicas {
-                        Ok(r) if r >= 1 => history.acks.push(Ack {
-                            key,
-                            value: n,
-                            server: server.clone(),
-                            sent,
-                            acked,
-                        }),
-                        _ => history.unacknowledged += 1,
-                    }
-                }
-                if failed {
-                    connection = None;
-                }
-                if connection.is_none() {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        });
-        Writer { stop, task }
-    }
-
-    async fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.task.await;
-    }
-}
-
-/// A connection, and the address of the server it reached (through the Service's DNAT, the
-/// pod's own IP).
-async fn connect(
-    client: &redis::Client,
-    config: &redis::AsyncConnectionConfig,
-) -> Option<(redis::aio::MultiplexedConnection, String)> {
-    let mut con = client
-        .get_multiplexed_async_connection_with_config(config)
-        .await
-        .ok()?;
-    let info: String = redis::cmd("CLIENT")
-        .arg("INFO")
-        .query_async(&mut con)
-        .await
-        .ok()?;
-    let laddr = info
-        .split_whitespace()
-        .find_map(|field| field.strip_prefix("laddr="))?;
-    let (ip, _) = laddr.rsplit_once(':')?;
-    Some((con, ip.to_owned()))
-}
-
-/// Pairs of acknowledgements by two different pods whose (sent, acknowledged) intervals
-/// overlap: two primaries acknowledging writes at once.
-fn overlapping(acks: &[Ack]) -> Vec<(Ack, Ack)> {
-    let mut sorted: Vec<&Ack> = acks.iter().collect();
-    sorted.sort_by_key(|a| a.sent);
-    let mut found = Vec::new();
-    // The latest-ending acknowledgement of each server so far.
-    let mut open: BTreeMap<&str, &Ack> = BTreeMap::new();
-    for ack in sorted {
-        for (server, other) in &open {
-            if *server != ack.server && other.acked > ack.sent {
-                found.push(((*other).clone(), ack.clone()));
-            }
-        }
-        let entry = open.entry(ack.server.as_str()).or_insert(ack);
-        if ack.acked > entry.acked {
-            *entry = ack;
-        }
-    }
-    found
 }
 
 /// The bed's kube-apiserver process (the chaos test pauses it): from its pid file.
@@ -347,19 +214,6 @@ impl Bed {
     }
 }
 
-/// Every acknowledged key on `host` with its value: the keys lost.
-async fn lost_on(host: &str, acks: &[Ack]) -> Result<Vec<String>, Error> {
-    let client = redis::Client::open(format!("redis://:{PASSWORD}@{host}:{PORT}/"))
-        .map_err(|e| process_error("redis client", e.to_string()))?;
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
-    let written: Vec<(String, u64)> = acks.iter().map(|a| (a.key.clone(), a.value)).collect();
-    let lost = node::missing_writes(&mut con, &written).await?;
-    Ok(lost)
-}
-
 /// A 3-pod Replication Redis with auth under a random sequence of faults; the history checked.
 #[tokio::test]
 async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
@@ -402,7 +256,10 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     let service = node::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let writers: Vec<Writer> = (0..2)
-        .map(|id| Writer::start(id, service.clone(), history.clone()))
+        .map(|id| {
+            let password = Some(PASSWORD.to_owned());
+            Writer::start(id, service.clone(), PORT, password, history.clone())
+        })
         .collect();
     let mut bed = Bed {
         ns,
@@ -445,11 +302,11 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         primary = node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await?;
     }
 
-    let history = std::mem::take(&mut *history.lock().unwrap_or_else(|e| e.into_inner()));
+    let history = History::take(&history);
     let final_ip = node::pod_ip(&pod(&bed.ns, &primary).await?)
         .unwrap_or_default()
         .to_owned();
-    let lost = lost_on(&final_ip, &history.acks).await?;
+    let lost = lost_on(&final_ip, PORT, PASSWORD, &history.acks).await?;
     let overlaps = overlapping(&history.acks);
     let servers: BTreeSet<&str> = history.acks.iter().map(|a| a.server.as_str()).collect();
     let counts: Vec<String> = injected
@@ -489,28 +346,4 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
             .collect::<Vec<_>>()
     );
     Ok(())
-}
-
-#[test]
-fn the_checker_finds_two_primaries_acknowledging_at_once() {
-    let t0 = Instant::now();
-    let at = |ms: u64| t0 + Duration::from_millis(ms);
-    let ack = |key: &str, server: &str, sent: u64, acked: u64| Ack {
-        key: key.into(),
-        value: 1,
-        server: server.into(),
-        sent: at(sent),
-        acked: at(acked),
-    };
-    // One primary after the other: no overlap.
-    let handover = [
-        ack("a", "10.0.0.1", 0, 10),
-        ack("b", "10.0.0.1", 20, 30),
-        ack("c", "10.0.0.2", 40, 50),
-    ];
-    assert!(overlapping(&handover).is_empty());
-    // Writer 2 acknowledged by the new primary while writer 1's write was still being
-    // acknowledged by the old one.
-    let split = [ack("a", "10.0.0.1", 0, 100), ack("b", "10.0.0.2", 50, 60)];
-    assert_eq!(overlapping(&split).len(), 1);
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use api::{Redis, RedisSpec};
-use e2e::node::{self, NODE_NAME, REDIS_IMAGE};
+use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::Operator;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -47,7 +47,7 @@ async fn wait_ready_pods(
 ) -> Result<Vec<Pod>, Error> {
     let pods: Api<Pod> = ns.api();
     wait_for(
-        &format!("{name}: {replicas} pods Ready on {NODE_NAME}"),
+        &format!("{name}: {replicas} pods Ready on the real nodes"),
         CONVERGE,
         || async {
             let list = pods
@@ -58,7 +58,7 @@ async fn wait_ready_pods(
             let ready = list.iter().all(|p| {
                 e2e::pods::is_ready(p)
                     && p.metadata.deletion_timestamp.is_none()
-                    && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+                    && node::node_of(p).is_some_and(node::is_real_node)
             });
             if list.len() == replicas && ready {
                 Ok(list)

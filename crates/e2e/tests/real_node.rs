@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use api::{Redis, RedisSpec};
-use e2e::node::{self, MISSING_IMAGE, NODE_NAME, REDIS_IMAGE};
+use e2e::node::{self, MISSING_IMAGE, REDIS_IMAGE};
 
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
@@ -43,7 +43,7 @@ async fn wait_serving(
 ) -> Result<Vec<Pod>, Error> {
     let redis: Api<Redis> = ns.api();
     wait_for(
-        &format!("{name}: {replicas} pods of {image} Ready on {NODE_NAME}"),
+        &format!("{name}: {replicas} pods of {image} Ready on the real nodes"),
         CONVERGE,
         || async {
             let pods = node::pods_of(ns, name).await?;
@@ -62,7 +62,7 @@ async fn wait_serving(
                     e2e::pods::is_ready(p)
                         && p.metadata.deletion_timestamp.is_none()
                         && image_of(p) == Some(image)
-                        && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+                        && node::node_of(p).is_some_and(node::is_real_node)
                 });
             if serving && ready_condition && status.ready_replicas == replicas as i32 {
                 Ok(pods)
@@ -406,8 +406,7 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
                 == Some(component)
         });
         let on_real_node = pod.is_some_and(|p| {
-            e2e::pods::is_ready(p)
-                && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+            e2e::pods::is_ready(p) && node::node_of(p).is_some_and(node::is_real_node)
         });
         assert!(
             on_real_node,

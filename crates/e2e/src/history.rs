@@ -1,0 +1,209 @@
+//! The history of a write workload, Jepsen's way: writers of unique keys with `SET` + `WAIT 1`
+//! through a Service, each acknowledgement recorded with the pod that gave it and when; checks
+//! over the whole history at the end (every acknowledged key present with its value, no two
+//! pods acknowledging as primary at once). Used by the chaos and node-loss tests.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::Error;
+
+/// One write a writer saw acknowledged by `WAIT 1`: its key and value, the pod IP that
+/// acknowledged it, and when it was sent and acknowledged.
+#[derive(Debug, Clone)]
+pub struct Ack {
+    pub key: String,
+    pub value: u64,
+    /// The IP of the pod that acknowledged it.
+    pub server: String,
+    pub sent: Instant,
+    pub acked: Instant,
+}
+
+#[derive(Default)]
+pub struct History {
+    pub acks: Vec<Ack>,
+    /// Writes refused or not acknowledged by a replica (not promised, so not checked).
+    pub unacknowledged: u64,
+}
+
+/// A writer of unique keys `w<id>-<n>` through `host`, each write followed by `WAIT 1 1000`;
+/// reconnects after any error. Each connection asks the server its own address (`CLIENT
+/// INFO`'s `laddr`), so each acknowledgement is attributed to a pod.
+pub struct Writer {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    /// Starts writer `id` against `host:port` with `password` (None: no AUTH).
+    pub fn start(
+        id: u32,
+        host: String,
+        port: u16,
+        password: Option<String>,
+        history: Arc<Mutex<History>>,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            let url = match &password {
+                Some(password) => format!("redis://:{password}@{host}:{port}/"),
+                None => format!("redis://{host}:{port}/"),
+            };
+            let Ok(client) = redis::Client::open(url) else {
+                return;
+            };
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(1)))
+                .set_response_timeout(Some(Duration::from_secs(2)));
+            let mut connection: Option<(redis::aio::MultiplexedConnection, String)> = None;
+            let mut n = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                if connection.is_none() {
+                    connection = connect(&client, &config).await;
+                }
+                let Some((con, server)) = connection.as_mut() else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                n += 1;
+                let key = format!("w{id}-{n}");
+                let sent = Instant::now();
+                let written: redis::RedisResult<()> =
+                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
+                let replicas: redis::RedisResult<i64> = match written {
+                    Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
+                    Err(e) => Err(e),
+                };
+                let acked = Instant::now();
+                let failed = replicas.is_err();
+                {
+                    let mut history = history.lock().unwrap_or_else(|e| e.into_inner());
+                    match replicas {
+                        Ok(r) if r >= 1 => history.acks.push(Ack {
+                            key,
+                            value: n,
+                            server: server.clone(),
+                            sent,
+                            acked,
+                        }),
+                        _ => history.unacknowledged += 1,
+                    }
+                }
+                if failed {
+                    connection = None;
+                }
+                if connection.is_none() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        });
+        Writer { stop, task }
+    }
+
+    pub async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.task.await;
+    }
+}
+
+/// A connection, and the address of the server it reached (through the Service's DNAT, the
+/// pod's own IP).
+async fn connect(
+    client: &redis::Client,
+    config: &redis::AsyncConnectionConfig,
+) -> Option<(redis::aio::MultiplexedConnection, String)> {
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(config)
+        .await
+        .ok()?;
+    let info: String = redis::cmd("CLIENT")
+        .arg("INFO")
+        .query_async(&mut con)
+        .await
+        .ok()?;
+    let laddr = info
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("laddr="))?;
+    let (ip, _) = laddr.rsplit_once(':')?;
+    Some((con, ip.to_owned()))
+}
+
+/// Pairs of acknowledgements by two different pods whose (sent, acknowledged) intervals
+/// overlap: two primaries acknowledging writes at once.
+pub fn overlapping(acks: &[Ack]) -> Vec<(Ack, Ack)> {
+    let mut sorted: Vec<&Ack> = acks.iter().collect();
+    sorted.sort_by_key(|a| a.sent);
+    let mut found = Vec::new();
+    // The latest-ending acknowledgement of each server so far.
+    let mut open: BTreeMap<&str, &Ack> = BTreeMap::new();
+    for ack in sorted {
+        for (server, other) in &open {
+            if *server != ack.server && other.acked > ack.sent {
+                found.push(((*other).clone(), ack.clone()));
+            }
+        }
+        let entry = open.entry(ack.server.as_str()).or_insert(ack);
+        if ack.acked > entry.acked {
+            *entry = ack;
+        }
+    }
+    found
+}
+
+/// Every acknowledged key on `host` with its value: the keys lost.
+pub async fn lost_on(
+    host: &str,
+    port: u16,
+    password: &str,
+    acks: &[Ack],
+) -> Result<Vec<String>, Error> {
+    let process_error = |what: String, reason: String| Error::Process { what, reason };
+    let client = redis::Client::open(format!("redis://:{password}@{host}:{port}/"))
+        .map_err(|e| process_error("redis client".into(), e.to_string()))?;
+    let mut con = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
+    let written: Vec<(String, u64)> = acks.iter().map(|a| (a.key.clone(), a.value)).collect();
+    crate::node::missing_writes(&mut con, &written).await
+}
+
+impl History {
+    /// Takes the history recorded so far out of the shared one.
+    pub fn take(shared: &Mutex<History>) -> History {
+        std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checker_finds_two_primaries_acknowledging_at_once() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let ack = |key: &str, server: &str, sent: u64, acked: u64| Ack {
+            key: key.into(),
+            value: 1,
+            server: server.into(),
+            sent: at(sent),
+            acked: at(acked),
+        };
+        // One primary after the other: no overlap.
+        let handover = [
+            ack("a", "10.0.0.1", 0, 10),
+            ack("b", "10.0.0.1", 20, 30),
+            ack("c", "10.0.0.2", 40, 50),
+        ];
+        assert!(overlapping(&handover).is_empty());
+        // Writer 2 acknowledged by the new primary while writer 1's write was still being
+        // acknowledged by the old one.
+        let split = [ack("a", "10.0.0.1", 0, 100), ack("b", "10.0.0.2", 50, 60)];
+        assert_eq!(overlapping(&split).len(), 1);
+    }
+}

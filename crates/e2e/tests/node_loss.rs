@@ -1,0 +1,313 @@
+//! Losing a whole node (issue "Three real nodes, pod placement, and losing a whole node"): a
+//! 3-pod Replication Redis with auth, one pod per real node, writers doing `SET` + `WAIT 1`
+//! through the `<name>` Service; the primary's node is stopped, frozen or cut off
+//! (`hack/cluster/fault.sh`), then healed.
+//!
+//! Checked each time: a replica on another node is promoted; every write acknowledged by
+//! `WAIT 1` is on the new primary; no two pods acknowledged writes as primary at once; the
+//! `<name>` Service never routes to two pods; after the heal the old primary's pod, if it is
+//! still there, follows the new primary; the Redis ends Ready with 3 members. A stopped node's
+//! pods are replaced on the other nodes (evicted by the node lifecycle controller's taints, then
+//! force-deleted by the operator). Nothing is timed.
+//!
+//! The tests share the real nodes, so they run one at a time (a lock), and each heals its node
+//! even when it fails.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use e2e::history::{History, Writer, lost_on, overlapping};
+use e2e::node::{self, NodeFault, REDIS_IMAGE};
+use e2e::{Context, Error, TestNamespace, repo_root, seen, wait_for};
+use k8s_openapi::api::core::v1::{Endpoints, Pod};
+use kube::api::PostParams;
+use kube::{Api, ResourceExt};
+
+const NAME: &str = "cache";
+const PORT: u16 = 6379;
+const PASSWORD: &str = "node-loss-password";
+const FAILOVER_AFTER: Duration = Duration::from_secs(3);
+/// A stopped node's pods are replaced once the node lifecycle controller marks it unreachable
+/// and evicts them (the bed: 20 s grace, 10 s toleration), and the operator force-deletes them.
+const CONVERGE: Duration = Duration::from_secs(300);
+
+/// One node fault at a time on the shared nodes.
+static NODES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Heals the node when dropped, so a failing test does not leave it faulted for the next.
+struct HealOnDrop(String);
+
+impl Drop for HealOnDrop {
+    fn drop(&mut self) {
+        let script = repo_root().join("hack/cluster/fault.sh");
+        let _ = std::process::Command::new(script)
+            .args([NodeFault::Heal.verb(), &self.0])
+            .status();
+    }
+}
+
+fn failure(what: impl Into<String>, reason: impl Into<String>) -> Error {
+    Error::Process {
+        what: what.into(),
+        reason: reason.into(),
+    }
+}
+
+async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
+    let pods: Api<Pod> = ns.api();
+    pods.get(name).await.context(format!("reading pod {name}"))
+}
+
+/// Waits until a pod other than `old` is labelled primary and named primary in the status: the
+/// failover happened, whatever state the lost node's pod is in.
+async fn wait_promoted(ns: &TestNamespace, old: &str) -> Result<String, Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(
+        &format!("{NAME}: a primary other than {old}"),
+        CONVERGE,
+        || async {
+            let status = redis
+                .get(NAME)
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let pods = node::pods_of(ns, NAME).await?;
+            let labelled: Vec<String> = pods
+                .iter()
+                .filter(|p| {
+                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
+                        == Some(api::pods::ROLE_PRIMARY)
+                })
+                .map(|p| p.name_any())
+                .collect();
+            match (&status.primary, labelled.as_slice()) {
+                (Some(primary), [one]) if one == primary && primary != old => Ok(primary.clone()),
+                _ => Err(format!(
+                    "primary={:?} labelled={labelled:?}; pods: {}",
+                    status.primary,
+                    node::describe(&pods)
+                )),
+            }
+        },
+    )
+    .await
+}
+
+/// The addresses behind the `<name>` Service (the primary's), as the endpoints controller sees
+/// them: ready ones only, which is where kube-proxy sends new connections.
+async fn service_addresses(ns: &TestNamespace) -> Result<Vec<String>, Error> {
+    let endpoints: Api<Endpoints> = ns.api();
+    let Some(e) = endpoints.get_opt(NAME).await.context("reading Endpoints")? else {
+        return Ok(Vec::new());
+    };
+    Ok(e.subsets
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|s| s.addresses.unwrap_or_default())
+        .map(|a| a.ip)
+        .collect())
+}
+
+/// The `role` and `master_host` lines of `INFO replication` on `ip`.
+async fn replication_role(ip: &str) -> Result<(String, String), Error> {
+    let info = node::redis_cli(
+        ip,
+        PORT,
+        &["-a", PASSWORD, "--no-auth-warning", "INFO", "replication"],
+    )
+    .await
+    .map_err(|e| failure(format!("INFO replication on {ip}"), e))?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Ok((field("role"), field("master_host")))
+}
+
+/// The whole scenario for one fault of the primary's node.
+async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> {
+    let _one_at_a_time = NODES.lock().await;
+    let (cluster, ns, _operator) = node::setup(prefix).await?;
+    let real = node::require_real_node(&cluster).await?;
+    if real.len() < 3 {
+        return Err(failure(
+            "losing a node",
+            format!(
+                "needs 3 real nodes, the bed has {} (make cluster-up with REAL_NODES unset or 3)",
+                real.len()
+            ),
+        ));
+    }
+    node::create_password_secret(&ns, "node-loss-auth", PASSWORD).await?;
+    let spec = RedisSpec {
+        replicas: Some(3),
+        image: Some(REDIS_IMAGE.into()),
+        mode: Some(Mode::Replication),
+        replication: Some(ReplicationSpec {
+            failover_after: Some(format!("{}s", FAILOVER_AFTER.as_secs())),
+            ..ReplicationSpec::default()
+        }),
+        auth: Some(AuthSpec {
+            secret_ref: SecretKeyRef {
+                name: "node-loss-auth".into(),
+                key: None,
+            },
+        }),
+        ..RedisSpec::default()
+    };
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &Redis::new(NAME, spec))
+        .await
+        .context("creating the Redis")?;
+    let old = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+
+    // One pod per node: the default spread.
+    let pods = node::pods_of(&ns, NAME)
+        .await
+        .map_err(|e| failure("pods", e))?;
+    let nodes: BTreeSet<&str> = pods.iter().filter_map(node::node_of).collect();
+    assert_eq!(
+        nodes.len(),
+        3,
+        "the 3 pods share nodes: {}",
+        node::describe(&pods)
+    );
+    let old_pod = pod(&ns, &old).await?;
+    let lost_node = node::node_of(&old_pod).unwrap_or_default().to_owned();
+    let old_uid = old_pod.uid();
+    let old_ip = node::pod_ip(&old_pod).unwrap_or_default().to_owned();
+
+    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let history = Arc::new(Mutex::new(History::default()));
+    let writers: Vec<Writer> = (0..2)
+        .map(|id| {
+            let password = Some(PASSWORD.to_owned());
+            Writer::start(id, service.clone(), PORT, password, history.clone())
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    eprintln!("{prefix}: {} {lost_node} (primary {old})", fault.verb());
+    let heal = HealOnDrop(lost_node.clone());
+    node::fault(fault, &lost_node).await?;
+    let new = wait_promoted(&ns, &old).await?;
+    let new_node = node::node_of(&pod(&ns, &new).await?)
+        .unwrap_or_default()
+        .to_owned();
+    assert_ne!(new_node, lost_node, "the new primary is on the lost node");
+
+    if fault == NodeFault::Stop {
+        // The stopped node's pod is replaced elsewhere, before the node comes back.
+        node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
+        let pods = node::pods_of(&ns, NAME)
+            .await
+            .map_err(|e| failure("pods", e))?;
+        assert!(
+            pods.iter()
+                .all(|p| node::node_of(p) != Some(lost_node.as_str())),
+            "a pod is still on the stopped node {lost_node}: {}",
+            node::describe(&pods)
+        );
+    }
+    node::fault(NodeFault::Heal, &lost_node).await?;
+    drop(heal);
+
+    // After the heal: never two addresses behind the primary's Service, and the old primary,
+    // if its pod survived the outage (healed before its eviction), follows the new one.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while tokio::time::Instant::now() < deadline {
+        let addresses = service_addresses(&ns).await?;
+        assert!(
+            addresses.len() <= 1,
+            "the {NAME} Service routes to {addresses:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
+    let primary_ip = node::pod_ip(&pod(&ns, &primary).await?)
+        .unwrap_or_default()
+        .to_owned();
+    match pod(&ns, &old).await {
+        Ok(p) if p.uid() == old_uid => {
+            let (role, master) = replication_role(&old_ip).await?;
+            assert_eq!(
+                (role.as_str(), master.as_str()),
+                ("slave", primary_ip.as_str()),
+                "the old primary {old} came back as {role} of {master:?}"
+            );
+            eprintln!("{prefix}: the old primary {old} came back as a replica");
+        }
+        _ => eprintln!("{prefix}: the old primary's pod {old} was replaced during the outage"),
+    }
+    assert_eq!(
+        service_addresses(&ns).await?,
+        vec![primary_ip.clone()],
+        "the {NAME} Service routes to the primary only"
+    );
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for writer in writers {
+        writer.stop().await;
+    }
+    let history = History::take(&history);
+    let lost = lost_on(&primary_ip, PORT, PASSWORD, &history.acks).await?;
+    let overlaps = overlapping(&history.acks);
+    let servers: BTreeSet<&str> = history.acks.iter().map(|a| a.server.as_str()).collect();
+    eprintln!(
+        "{prefix}: {} writes acknowledged by {} primaries, {} not acknowledged, {} lost, {} \
+         overlapping acknowledgements",
+        history.acks.len(),
+        servers.len(),
+        history.unacknowledged,
+        lost.len(),
+        overlaps.len()
+    );
+    assert!(
+        history.acks.len() > 20,
+        "too few writes acknowledged to judge: {}",
+        history.acks.len()
+    );
+    assert!(
+        servers.len() >= 2,
+        "no write was acknowledged after the failover: {servers:?}"
+    );
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged writes lost: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(20)]
+    );
+    assert!(
+        overlaps.is_empty(),
+        "two primaries acknowledged writes at once: {:?}",
+        overlaps
+            .iter()
+            .take(5)
+            .map(|(a, b)| format!("{} by {} / {} by {}", a.key, a.server, b.key, b.server))
+            .collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopped_primary_node_is_failed_over_and_its_pod_replaced_elsewhere() -> Result<(), Error>
+{
+    primary_node_lost(NodeFault::Stop, "node-stop").await
+}
+
+#[tokio::test]
+async fn a_frozen_primary_node_is_failed_over_and_comes_back_as_a_replica() -> Result<(), Error> {
+    primary_node_lost(NodeFault::Freeze, "node-freeze").await
+}
+
+#[tokio::test]
+async fn a_partitioned_primary_node_is_failed_over_and_comes_back_as_a_replica() -> Result<(), Error>
+{
+    primary_node_lost(NodeFault::Partition, "node-partition").await
+}
