@@ -163,7 +163,7 @@ tools: ## Build the test bed's binaries into bin/ (cached per version in ~/.cach
 	$(CLUSTER_SCRIPTS)/build.sh
 
 .PHONY: cluster-up
-cluster-up: ## Start the local test bed (etcd, kube-apiserver, controller-manager, scheduler, kwok, one real node); kubeconfig in .cluster/.
+cluster-up: ## Start the local test bed (etcd, kube-apiserver, controller-manager, scheduler, kwok, REAL_NODES real nodes, default 3); kubeconfig in .cluster/.
 	$(CLUSTER_SCRIPTS)/up.sh
 
 .PHONY: cluster-down
@@ -184,15 +184,17 @@ e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local tes
 	$(CARGO) test $(CARGO_FLAGS) -p e2e -- $(E2E_ARGS)
 
 # `make chaos ROUNDS=200`: the randomized fault test (crates/e2e/tests/chaos.rs) with ROUNDS faults
-# (`make test` runs its default, 4); SEED replays a run (CHAOS_SEED, printed by every run).
+# (`make test` runs its default, 4); SEED replays a run (CHAOS_SEED, printed by every run);
+# FAULTS=NodeStop,PrimaryFreeze draws from those kinds only (CHAOS_FAULTS).
 ROUNDS ?= 50
 SEED ?=
+FAULTS ?=
 
 .PHONY: chaos
-chaos: ## Run the randomized fault test for ROUNDS faults on the real node and print its history's counts (no acknowledged write lost, no two primaries at once).
+chaos: ## Run the randomized fault test for ROUNDS faults on the real nodes and print its history's counts (no acknowledged write lost, no two primaries at once).
 	$(if $(KUBECONFIG),@echo "chaos: testing the cluster of KUBECONFIG=$(KUBECONFIG) (it needs the local bed's real node and kube-apiserver pid file)",$(CLUSTER_SCRIPTS)/up.sh && $(MAKE) --no-print-directory images)
 	$(CARGO) build $(CARGO_FLAGS) --bins
-	CHAOS_ROUNDS=$(ROUNDS) $(if $(SEED),CHAOS_SEED=$(SEED)) $(CARGO) test $(CARGO_FLAGS) -p e2e --test chaos -- --nocapture
+	CHAOS_ROUNDS=$(ROUNDS) $(if $(SEED),CHAOS_SEED=$(SEED)) $(if $(FAULTS),CHAOS_FAULTS=$(FAULTS)) $(CARGO) test $(CARGO_FLAGS) -p e2e --test chaos -- --nocapture
 
 ##@ Benchmarks
 
@@ -213,7 +215,7 @@ bench-controller: ## Print time, API writes (vs the minimum), idle writes and pe
 # `make bench-failover BENCH_ARGS="--rounds 3 --kill pod"`: BENCH_ARGS as above (`--help` lists them).
 .PHONY: bench-failover
 bench-failover: ## Print time to a writable new primary and acknowledged writes lost over 10 failovers: redis-operator on the real node vs redis-sentinel on 127.0.0.1 (asserts nothing).
-	$(if $(KUBECONFIG),@echo "bench-failover: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; it needs the real node real-node-0 and the image localhost/redis:bed)",$(CLUSTER_SCRIPTS)/up.sh)
+	$(if $(KUBECONFIG),@echo "bench-failover: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; it needs the real nodes real-node-* and the image localhost/redis:bed)",$(CLUSTER_SCRIPTS)/up.sh)
 	$(CLUSTER_SCRIPTS)/node/packages.sh
 	$(CARGO) build --release $(CARGO_FLAGS) --bins
 	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-failover -- $(BENCH_ARGS)

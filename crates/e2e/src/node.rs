@@ -347,6 +347,47 @@ pub async fn wait_replicating(
     .await
 }
 
+/// Waits until a pod other than `old` is labelled primary and named primary in the status: the
+/// failover happened, whatever state the lost node's pod is in.
+pub async fn wait_promoted(
+    ns: &TestNamespace,
+    name: &str,
+    old: &str,
+    timeout: Duration,
+) -> Result<String, Error> {
+    let redis: Api<Redis> = ns.api();
+    wait_for(
+        &format!("{name}: a primary other than {old}"),
+        timeout,
+        || async {
+            let status = redis
+                .get(name)
+                .await
+                .map_err(seen)?
+                .status
+                .unwrap_or_default();
+            let pods = pods_of(ns, name).await?;
+            let labelled: Vec<String> = pods
+                .iter()
+                .filter(|p| {
+                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
+                        == Some(api::pods::ROLE_PRIMARY)
+                })
+                .map(|p| p.name_any())
+                .collect();
+            match (&status.primary, labelled.as_slice()) {
+                (Some(primary), [one]) if one == primary && primary != old => Ok(primary.clone()),
+                _ => Err(format!(
+                    "primary={:?} labelled={labelled:?}; pods: {}",
+                    status.primary,
+                    describe(&pods)
+                )),
+            }
+        },
+    )
+    .await
+}
+
 /// The usual start of a real-node test: the cluster (which must have the real node), a fresh
 /// namespace enforcing Pod Security "restricted" whose pods all land on the real node, and the
 /// operator running for it.

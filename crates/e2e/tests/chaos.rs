@@ -1,15 +1,17 @@
 //! Randomized faults against a Replication Redis on the real node, Jepsen's way (DESIGN §9,
 //! issue "Failover that never loses an acknowledged write"): two writers do unique-key `SET` +
 //! `WAIT 1` through the `<name>` Service and record every write with the pod that acknowledged
-//! it and when; a seeded random sequence of faults hits the primary, the controller and the API
-//! server; a checker reads the whole history at the end.
+//! it and when; a seeded random sequence of faults hits the primary, its whole node (stopped,
+//! frozen or cut off, then healed), the controller and the API server; a checker reads the whole
+//! history at the end.
 //!
 //! Checked: every acknowledged key is on the final primary with its value; no two pods
 //! acknowledged writes as primary at overlapping times; the Redis is Ready with every member
 //! linked after each fault. Counts per fault kind are printed; nothing is timed.
 //!
-//! `CHAOS_ROUNDS` (default 4, `make chaos ROUNDS=N` for long runs) and `CHAOS_SEED` (default:
-//! from the clock, printed, to replay a run).
+//! `CHAOS_ROUNDS` (default 4, `make chaos ROUNDS=N` for long runs), `CHAOS_SEED` (default:
+//! from the clock, printed, to replay a run) and `CHAOS_FAULTS` (default: all; a comma-separated
+//! list of fault names such as `NodeStop,PrimaryFreeze` to draw from).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -18,7 +20,7 @@ use std::time::Duration;
 
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::history::{History, Writer, lost_on, overlapping};
-use e2e::node::{self, REDIS_IMAGE};
+use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::operator::Controller;
 use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
 use k8s_openapi::api::core::v1::Pod;
@@ -60,9 +62,27 @@ enum Fault {
     /// The primary's redis-server killed, then kube-apiserver stopped (SIGSTOP) for a few
     /// seconds while the controller fails over.
     ApiServerPause,
+    /// The primary's node stopped (`hack/cluster/fault.sh node-stop`), healed after the failover.
+    NodeStop,
+    /// The primary's node frozen (`node-freeze`), healed after the failover.
+    NodeFreeze,
+    /// The primary's node cut off (`node-partition`), healed after the failover.
+    NodePartition,
 }
 
-const FAULTS: [Fault; 8] = [
+impl Fault {
+    /// The node fault, for the faults that take the primary's whole node.
+    fn node_fault(self) -> Option<NodeFault> {
+        match self {
+            Fault::NodeStop => Some(NodeFault::Stop),
+            Fault::NodeFreeze => Some(NodeFault::Freeze),
+            Fault::NodePartition => Some(NodeFault::Partition),
+            _ => None,
+        }
+    }
+}
+
+const FAULTS: [Fault; 11] = [
     Fault::PodForceDelete,
     Fault::PodGracefulDelete,
     Fault::ShutdownNosave,
@@ -71,6 +91,9 @@ const FAULTS: [Fault; 8] = [
     Fault::ControllerKill,
     Fault::ControllerStarve,
     Fault::ApiServerPause,
+    Fault::NodeStop,
+    Fault::NodeFreeze,
+    Fault::NodePartition,
 ];
 
 fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
@@ -133,6 +156,18 @@ async fn signal(pid: u32, sig: &str, what: &str) -> Result<(), Error> {
         .map_err(|reason| process_error(format!("{sig} to {what}"), reason))
 }
 
+/// Heals the node when dropped, so a failed round does not leave it faulted.
+struct HealOnDrop(String);
+
+impl Drop for HealOnDrop {
+    fn drop(&mut self) {
+        let script = repo_root().join("hack/cluster/fault.sh");
+        let _ = std::process::Command::new(script)
+            .args([NodeFault::Heal.verb(), &self.0])
+            .status();
+    }
+}
+
 /// The test's world: what the faults act on.
 struct Bed {
     ns: TestNamespace,
@@ -141,9 +176,23 @@ struct Bed {
 }
 
 impl Bed {
-    /// Applies `fault` to the current `primary`.
-    async fn inject(&mut self, fault: Fault, primary: &str, rng: &mut StdRng) -> Result<(), Error> {
+    /// Applies `fault` to the current `primary`. Returns the node a node fault took, to heal
+    /// once the failover happened.
+    async fn inject(
+        &mut self,
+        fault: Fault,
+        primary: &str,
+        rng: &mut StdRng,
+    ) -> Result<Option<String>, Error> {
         let pods: Api<Pod> = self.ns.api();
+        if let Some(node_fault) = fault.node_fault() {
+            let victim = pod(&self.ns, primary).await?;
+            let name = node::node_of(&victim)
+                .ok_or_else(|| process_error(format!("the node of {primary}"), "not scheduled"))?
+                .to_owned();
+            node::fault(node_fault, &name).await?;
+            return Ok(Some(name));
+        }
         match fault {
             Fault::PodForceDelete => {
                 pods.delete(primary, &DeleteParams::default().grace_period(0))
@@ -209,8 +258,9 @@ impl Bed {
                 tokio::time::sleep(Duration::from_secs(rng.random_range(2..5))).await;
                 signal(api_server, "CONT", "kube-apiserver").await?;
             }
+            Fault::NodeStop | Fault::NodeFreeze | Fault::NodePartition => {}
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -226,6 +276,23 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     };
     eprintln!("chaos: {rounds} rounds, CHAOS_SEED={seed}");
     let mut rng = StdRng::seed_from_u64(seed);
+    let kinds: Vec<Fault> = match std::env::var("CHAOS_FAULTS") {
+        Ok(list) => list
+            .split(',')
+            .map(|name| {
+                FAULTS
+                    .into_iter()
+                    .find(|f| format!("{f:?}") == name.trim())
+                    .ok_or_else(|| {
+                        process_error(
+                            format!("reading CHAOS_FAULTS={list}"),
+                            format!("{name:?} is none of {FAULTS:?}"),
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        Err(_) => FAULTS.to_vec(),
+    };
     // The API-server fault needs the bed's kube-apiserver: fail now, not in the middle.
     api_server_pid()?;
 
@@ -270,14 +337,28 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     let mut injected: BTreeMap<Fault, u32> = BTreeMap::new();
     let mut outcome = Ok(());
     for round in 1..=rounds {
-        let fault = FAULTS[rng.random_range(0..FAULTS.len())];
+        let fault = kinds[rng.random_range(0..kinds.len())];
         tokio::time::sleep(Duration::from_millis(rng.random_range(1000..3000))).await;
         eprintln!("chaos round {round}/{rounds}: {fault:?} on {primary}");
-        if let Err(e) = bed.inject(fault, &primary, &mut rng).await {
-            outcome = Err(e);
-            break;
-        }
+        let faulted_node = match bed.inject(fault, &primary, &mut rng).await {
+            Ok(node) => node,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        };
         *injected.entry(fault).or_default() += 1;
+        if let Some(name) = faulted_node {
+            // The node comes back once a replica elsewhere took over (its pods may have been
+            // replaced meanwhile); healed even when no failover came.
+            let heal = HealOnDrop(name);
+            let promoted = node::wait_promoted(&bed.ns, NAME, &primary, CONVERGE).await;
+            drop(heal);
+            if let Err(e) = promoted {
+                outcome = Err(e);
+                break;
+            }
+        }
         // Every fault takes the primary's data or its process away, so a new primary follows.
         // Waiting for one other than the old also keeps a status written before the fault (the
         // controller stopped, or not yet looking) from passing for the state after it.

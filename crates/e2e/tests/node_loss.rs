@@ -20,7 +20,7 @@ use std::time::Duration;
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::history::{History, Writer, lost_on, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
-use e2e::{Context, Error, TestNamespace, repo_root, seen, wait_for};
+use e2e::{Context, Error, TestNamespace, repo_root};
 use k8s_openapi::api::core::v1::{Endpoints, Pod};
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
@@ -58,42 +58,6 @@ fn failure(what: impl Into<String>, reason: impl Into<String>) -> Error {
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
     let pods: Api<Pod> = ns.api();
     pods.get(name).await.context(format!("reading pod {name}"))
-}
-
-/// Waits until a pod other than `old` is labelled primary and named primary in the status: the
-/// failover happened, whatever state the lost node's pod is in.
-async fn wait_promoted(ns: &TestNamespace, old: &str) -> Result<String, Error> {
-    let redis: Api<Redis> = ns.api();
-    wait_for(
-        &format!("{NAME}: a primary other than {old}"),
-        CONVERGE,
-        || async {
-            let status = redis
-                .get(NAME)
-                .await
-                .map_err(seen)?
-                .status
-                .unwrap_or_default();
-            let pods = node::pods_of(ns, NAME).await?;
-            let labelled: Vec<String> = pods
-                .iter()
-                .filter(|p| {
-                    p.labels().get(api::pods::ROLE_LABEL).map(String::as_str)
-                        == Some(api::pods::ROLE_PRIMARY)
-                })
-                .map(|p| p.name_any())
-                .collect();
-            match (&status.primary, labelled.as_slice()) {
-                (Some(primary), [one]) if one == primary && primary != old => Ok(primary.clone()),
-                _ => Err(format!(
-                    "primary={:?} labelled={labelled:?}; pods: {}",
-                    status.primary,
-                    node::describe(&pods)
-                )),
-            }
-        },
-    )
-    .await
 }
 
 /// The addresses behind the `<name>` Service (the primary's), as the endpoints controller sees
@@ -196,7 +160,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
     eprintln!("{prefix}: {} {lost_node} (primary {old})", fault.verb());
     let heal = HealOnDrop(lost_node.clone());
     node::fault(fault, &lost_node).await?;
-    let new = wait_promoted(&ns, &old).await?;
+    let new = node::wait_promoted(&ns, NAME, &old, CONVERGE).await?;
     let new_node = node::node_of(&pod(&ns, &new).await?)
         .unwrap_or_default()
         .to_owned();
