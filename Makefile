@@ -212,9 +212,10 @@ bench-controller: ## Print time, API writes (vs the minimum), idle writes and pe
 	$(CARGO) build --release $(CARGO_FLAGS) --bins
 	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-controller -- $(if $(N),--count $(N) --unrelated-pods $(UNRELATED)) $(BENCH_ARGS)
 
-# `make bench-failover BENCH_ARGS="--rounds 3 --kill pod"`: BENCH_ARGS as above (`--help` lists them).
+# `make bench-failover BENCH_ARGS="--rounds 3 --kill pod"`: BENCH_ARGS as above (`--help` lists them);
+# `--kill process,node-stop,node-freeze,node-partition` gives one row per kind of loss.
 .PHONY: bench-failover
-bench-failover: ## Print time to a writable new primary and acknowledged writes lost over 10 failovers: redis-operator on the real node vs redis-sentinel on 127.0.0.1 (asserts nothing).
+bench-failover: ## Print time to a writable new primary and acknowledged writes lost over 10 failovers: redis-operator on the real nodes vs redis-sentinel on 127.0.0.1 (asserts nothing).
 	$(if $(KUBECONFIG),@echo "bench-failover: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; it needs the real nodes real-node-* and the image localhost/redis:bed)",$(CLUSTER_SCRIPTS)/up.sh)
 	$(CLUSTER_SCRIPTS)/node/packages.sh
 	$(CARGO) build --release $(CARGO_FLAGS) --bins

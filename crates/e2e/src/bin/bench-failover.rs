@@ -1,6 +1,6 @@
 //! `make bench-failover`: how long writes stop when the primary is lost, and how many writes
 //! that were acknowledged are lost, over N failovers; for redis-operator on the test bed's real
-//! node, and for the reference, a Redis Sentinel setup of Debian's `redis-sentinel` and
+//! nodes (the primary's process, pod or whole node lost: `--kill`), and for the reference, a Redis Sentinel setup of Debian's `redis-sentinel` and
 //! `redis-server` as processes on 127.0.0.1 with the same timeout.
 //!
 //! One writer per setup does `SET k<n> <n>` + `WAIT 1 1000` in a loop: a write is acknowledged
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use clap::{Parser, ValueEnum};
 use e2e::bench::{ProfileArg, load_average, progress, secs};
-use e2e::node::{self, REDIS_IMAGE};
+use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::operator::Operator;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
@@ -60,10 +60,12 @@ struct Args {
     #[arg(long, default_value = "5s")]
     failover_after: String,
 
-    /// What is killed on the operator's side: the primary's redis-server (SIGKILL; kubelet
-    /// restarts the container) or its pod (deleted with grace period 0).
-    #[arg(long, value_enum, default_value_t = Kill::Process)]
-    kill: Kill,
+    /// What is lost on the operator's side, one part each (comma-separated): the primary's
+    /// redis-server (SIGKILL; kubelet restarts the container), its pod (deleted with grace
+    /// period 0), or its whole node (hack/cluster/fault.sh: stopped, frozen or cut off; healed
+    /// once another pod is primary).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "process")]
+    kill: Vec<Kill>,
 
     /// Pause of the writer between two writes, in milliseconds.
     #[arg(long, default_value_t = 5)]
@@ -85,6 +87,30 @@ struct Args {
 enum Kill {
     Pod,
     Process,
+    NodeStop,
+    NodeFreeze,
+    NodePartition,
+}
+
+impl Kill {
+    fn describe(self) -> &'static str {
+        match self {
+            Kill::Process => "redis-server SIGKILLed (kubelet restarts it)",
+            Kill::Pod => "pod deleted with grace period 0",
+            Kill::NodeStop => "node stopped",
+            Kill::NodeFreeze => "node frozen",
+            Kill::NodePartition => "node cut off",
+        }
+    }
+
+    fn node_fault(self) -> Option<NodeFault> {
+        match self {
+            Kill::NodeStop => Some(NodeFault::Stop),
+            Kill::NodeFreeze => Some(NodeFault::Freeze),
+            Kill::NodePartition => Some(NodeFault::Partition),
+            Kill::Pod | Kill::Process => None,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -110,9 +136,11 @@ async fn bench(args: &Args) -> Result<(), Error> {
     );
     let mut parts = Vec::new();
     if !args.no_operator {
-        match operator_part(args).await {
-            Ok(part) => parts.push(part),
-            Err(e) => println!("operator part failed: {e:?}"),
+        for kill in &args.kill {
+            match operator_part(args, *kill).await {
+                Ok(part) => parts.push(part),
+                Err(e) => println!("operator part ({}) failed: {e:?}", kill.describe()),
+            }
         }
     }
     if !args.no_sentinel {
@@ -542,7 +570,7 @@ impl Drop for Writer {
 // ---------------------------------------------------------------------------------------------
 // redis-operator on the test bed
 
-async fn operator_part(args: &Args) -> Result<Part, Error> {
+async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
     let cluster = Cluster::connect().await?;
     node::require_real_node(&cluster).await?;
     let ns = cluster
@@ -572,11 +600,7 @@ async fn operator_part(args: &Args) -> Result<Part, Error> {
         .context(format!("creating Redis {NAME}"))?;
     let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = service_ip(&ns).await?;
-    let what = match args.kill {
-        Kill::Process => "redis-server SIGKILLed (kubelet restarts it)",
-        Kill::Pod => "pod deleted with grace period 0",
-    };
-    let mut part = Part::new(format!("redis-operator, primary's {what}"));
+    let mut part = Part::new(format!("redis-operator, primary's {}", kill.describe()));
     let writer = Writer::start(
         Target::Direct {
             host: service,
@@ -588,7 +612,7 @@ async fn operator_part(args: &Args) -> Result<Part, Error> {
     let pods: Api<Pod> = ns.api();
     let (primary, missing_before) = part
         .run_rounds(args.rounds, primary, async |primary, missing_before| {
-            operator_round(args.kill, &pods, &ns, &writer, primary, missing_before).await
+            operator_round(kill, &pods, &ns, &writer, primary, missing_before).await
         })
         .await;
     let (acked, failed) = writer.stop().await;
@@ -633,15 +657,17 @@ async fn operator_round(
                 .await
                 .map_err(|e| Error::process(format!("finding {primary}'s redis-server"), e))?,
         ),
-        Kill::Pod => None,
+        _ => None,
     };
-    progress(format!("killing {primary} ({kill:?})"));
+    let lost_node = node::node_of(&victim).unwrap_or_default().to_owned();
+    progress(format!("killing {primary} ({kill:?}, on {lost_node})"));
     let killed = Instant::now();
-    match pid {
-        Some(pid) => node::signal(pid, "KILL")
+    match (kill.node_fault(), pid) {
+        (Some(fault), _) => node::fault(fault, &lost_node).await?,
+        (None, Some(pid)) => node::signal(pid, "KILL")
             .await
             .map_err(|e| Error::process(format!("killing {primary}'s redis-server"), e))?,
-        None => {
+        (None, None) => {
             pods.delete(primary, &DeleteParams::default().grace_period(0))
                 .await
                 .context(format!("deleting {primary}"))?;
@@ -649,6 +675,12 @@ async fn operator_round(
     }
     let writable = writer.wait_writable(killed, &victim_id).await;
     let refused = writer.failures_between(killed, writable.unwrap_or_else(Instant::now));
+    if kill.node_fault().is_some() {
+        // The node comes back once another pod is primary (its pods may have been replaced).
+        let promoted = node::wait_promoted(ns, NAME, primary, CONVERGE).await;
+        node::fault(NodeFault::Heal, &lost_node).await?;
+        promoted?;
+    }
     let next = node::wait_replicating(ns, NAME, 3, CONVERGE, Some(primary)).await?;
     let keys = writer.acked_keys();
     let ip = primary_ip(pods, &next)

@@ -294,6 +294,16 @@ fn pod_view_reads_a_real_pod() {
     assert_eq!(view.uid.as_deref(), Some("u3"));
     assert_eq!(view.spec_hash.as_deref(), Some("abc"));
     assert!(view.ready && view.terminating && !view.finished);
+    assert!(!view.lost, "deleted by someone: its kubelet will confirm");
+    // Evicted by the taint manager from a node that stopped answering, long past its deadline.
+    let evicted = crate::cached::pod(serde_json::json!({
+        "metadata": {"name": "r-1", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+             "message": "Taint manager: deleting due to NoExecute taint"}]}
+    }));
+    assert!(PodView::from_pod("r", &evicted).lost);
     let failed = crate::cached::pod(
         serde_json::json!({"metadata": {"name": "r-0"}, "status": {"phase": "Failed"}}),
     );
