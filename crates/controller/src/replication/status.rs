@@ -100,6 +100,14 @@ pub(super) fn member_status(decision: &Decision, members: &[Member]) -> Vec<Memb
             let follows = m.redis.as_ref().zip(primary_ip).is_some_and(|(r, ip)| {
                 matches!(r, info::RedisRole::Replica { primary_host, .. } if primary_host == ip)
             });
+            // Not read this pass (a timeout under load), but listed online by the primary: its
+            // offset as the primary last heard it.
+            let vouched = match (&m.redis, primary.and_then(|p| p.redis.as_ref()), &m.ip) {
+                (None, Some(info::RedisRole::Primary { replicas, .. }), Some(ip)) => {
+                    replicas.iter().find(|l| &l.ip == ip && l.online)
+                }
+                _ => None,
+            };
             let (role, lag) = if is_primary {
                 ("primary", None)
             } else if follows {
@@ -107,6 +115,8 @@ pub(super) fn member_status(decision: &Decision, members: &[Member]) -> Vec<Memb
                     .zip(m.redis.as_ref())
                     .map(|(p, r)| (p - r.offset()).max(0));
                 ("replica", lag)
+            } else if let Some(link) = vouched {
+                ("replica", primary_offset.map(|p| (p - link.offset).max(0)))
             } else {
                 ("unknown", None)
             };

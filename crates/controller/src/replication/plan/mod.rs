@@ -198,7 +198,16 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
     };
     for member in others {
         let Some(redis) = &member.redis else {
-            lagging.push(format!("{} unreachable", member.name));
+            // The primary vouches for a replica it lists online and acknowledging: the
+            // controller's own read of it timing out under load is no news about the link.
+            let vouched = member
+                .ip
+                .as_deref()
+                .and_then(|mip| links.iter().find(|l| l.ip == mip))
+                .is_some_and(|l| l.online && l.lag <= settings.max_lag_seconds);
+            if !vouched {
+                lagging.push(format!("{} unreachable", member.name));
+            }
             continue;
         };
         if !redis.follows(ip, port) {

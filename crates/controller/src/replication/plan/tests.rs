@@ -197,6 +197,27 @@ fn all_replicas_linked_in_time_is_replicating_and_does_nothing() {
 }
 
 #[test]
+fn a_replica_the_primary_lists_online_stays_replicating_when_its_own_read_times_out() {
+    // One INFO that timed out under load is no news: the primary still hears from it.
+    let unread = Member {
+        redis: None,
+        ..replica(1, 0, 100)
+    };
+    let d = decide(
+        &[primary(0, 100, &[1, 2]), unread.clone(), replica(2, 0, 90)],
+        &settings(3),
+    );
+    assert_eq!(d.steps, vec![]);
+    assert_eq!(d.health, Health::Replicating);
+    // One the primary does not list (or lists lagging) degrades replication.
+    let d = decide(
+        &[primary(0, 100, &[2]), unread, replica(2, 0, 90)],
+        &settings(3),
+    );
+    assert_eq!(d.health, Health::Degraded("r-1 unreachable".into()));
+}
+
+#[test]
 fn a_lagging_replica_degrades_replication() {
     let mut p = primary(0, 100, &[1]);
     if let Some(RedisRole::Primary { replicas, .. }) = &mut p.redis {
