@@ -178,7 +178,7 @@ impl Mode {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicationSpec {
-    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and within minReplicasMaxLag. At least 0; more than replicas-1 refuses every write (a warning says so). Defaults to 0 (writes never wait for replicas).
+    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and acknowledged within minReplicasMaxLag seconds. It bounds a split brain: a primary cut off from its replicas refuses writes after minReplicasMaxLag seconds, instead of taking writes that a failover to a replica then discards (0 never refuses; a warning says so). At least 0; more than replicas-1 refuses every write (a warning says so). Not set: 1 with 3 or more pods, 0 with fewer; this default follows replicas and is not written into the spec, so scaling down below 3 pods goes back to 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub min_replicas_to_write: Option<i32>,

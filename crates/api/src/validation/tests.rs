@@ -1497,3 +1497,55 @@ fn placement_violations_are_listed_with_the_others_and_ratcheted() {
         ["spec.podLabels[app.kubernetes.io/name]"]
     );
 }
+
+#[test]
+fn a_replication_primary_that_would_take_writes_cut_off_is_warned_about() {
+    let warns = |extra: serde_json::Value| Policy::default().validate_create(&replicated(extra));
+    let unbounded = |which: &str| {
+        format!(
+            "spec.replication.minReplicasToWrite: {which} lets a primary cut off from its replicas keep accepting writes, which a failover to a replica then discards; set it to 1 so that such a primary refuses writes after minReplicasMaxLag seconds (writes then also wait for a connected replica), or run 3 or more pods, where 1 is the default"
+        )
+    };
+    // Two pods: the default is 0.
+    assert_eq!(
+        warns(json!({"replicas": 2})).warnings,
+        [unbounded("0 (the default below 3 pods)")]
+    );
+    // Set to 0 by hand (or stored by an earlier webhook), whatever the count.
+    assert_eq!(
+        warns(json!({"replicas": 5, "replication": {"minReplicasToWrite": 0}})).warnings,
+        [unbounded("0")]
+    );
+    // Bounded: nothing to say.
+    for quiet in [
+        json!({"replicas": 3}),
+        json!({"replicas": 2, "replication": {"minReplicasToWrite": 1}}),
+        json!({"replicas": 4, "replication": {"minReplicasToWrite": 2}}),
+    ] {
+        let v = warns(quiet.clone());
+        assert!(v.warnings.is_empty(), "{quiet}: {:?}", v.warnings);
+    }
+    // One pod has no replica to lose writes to; Standalone mode has no failover.
+    assert!(
+        !warns(json!({"replicas": 1}))
+            .warnings
+            .iter()
+            .any(|w| w.contains("cut off")),
+    );
+    let standalone = Policy::default().validate_create(&redis(
+        "r",
+        json!({"replicas": 2, "image": "redis:7", "replication": {"minReplicasToWrite": 0}}),
+    ));
+    assert!(
+        !standalone.warnings.iter().any(|w| w.contains("cut off")),
+        "{:?}",
+        standalone.warnings
+    );
+    // The warning about a value above the replica count stays.
+    assert_eq!(
+        warns(json!({"replicas": 2, "replication": {"minReplicasToWrite": 2}})).warnings,
+        [
+            "spec.replication.minReplicasToWrite: 2 is more than the 1 replica(s) of 2 pods, so writes will be refused"
+        ]
+    );
+}
