@@ -81,7 +81,7 @@ def update_review():
     """`kubectl apply` of a Redis in Replication mode, replicas 3 -> 5, as kube-apiserver sends it."""
     applied_spec = {
         "replicas": 5, "image": "redis:7.2.5-alpine", "port": 6379, "mode": "Replication",
-        "replication": {"minReplicasToWrite": 1, "failoverAfter": "15s"},
+        "replication": {"failoverAfter": "15s"},
         "auth": {"secretRef": {"name": "cache-auth"}},
         "resources": {"requests": {"memory": "256Mi"}},
     }
@@ -104,7 +104,7 @@ def update_review():
         *[f"f:metadata|f:labels|f:{k}" for k in labels],
         "f:spec|f:auth|f:secretRef|f:name",
         "f:spec|f:image", "f:spec|f:mode", "f:spec|f:port", "f:spec|f:replicas",
-        "f:spec|f:replication|f:failoverAfter", "f:spec|f:replication|f:minReplicasToWrite",
+        "f:spec|f:replication|f:failoverAfter",
         "f:spec|f:resources|f:requests|f:memory",
     ])
     controller_fields = fields(["f:metadata|f:finalizers|v:\"myapp.tangx.in/cleanup\""])
@@ -120,7 +120,7 @@ def update_review():
         spec = copy.deepcopy(applied_spec) | {"replicas": replicas}
         stored_spec = spec | {
             "imagePullPolicy": "IfNotPresent",
-            "replication": {"minReplicasToWrite": 1, "minReplicasMaxLag": 10, "failoverAfter": "15s"},
+            "replication": {"minReplicasMaxLag": 10, "failoverAfter": "15s"},
             "auth": {"secretRef": {"name": "cache-auth", "key": "password"}},
             "podDisruptionBudget": {"maxUnavailable": 1},
         }
@@ -197,6 +197,9 @@ def check_reviews():
     out["create-replication-zero"] = create("r", {"mode": "Replication", "replicas": 0})
     out["create-replication-partial"] = create("r", {"mode": "Replication", "replicas": 3,
                                                      "replication": {"minReplicasMaxLag": 3, "minReplicasToWrite": 3}})
+    out["create-replication-two"] = create("r", {"mode": "Replication", "replicas": 2, "auth": {"secretRef": {"name": "s"}}})
+    out["create-replication-stored-zero"] = create("r", {"mode": "Replication", "replicas": 3, "auth": {"secretRef": {"name": "s"}},
+                                                         "replication": {"minReplicasToWrite": 0}})
     out["create-replication-bad-counts"] = create("r", {"mode": "Replication", "replicas": 3,
                                                         "replication": {"minReplicasToWrite": -1, "minReplicasMaxLag": 0}})
     for i, d in enumerate(["1m30s", "500ms 1s", "1h", "60m", "1.5s", " 2 min ", "999ms", "0s", "1h1s", "soon", "10", "",

@@ -65,13 +65,34 @@ mod tests {
                 "{policy} missing from {policies:?}"
             );
         }
-        for field in ["replicas", "image", "port", "imagePullPolicy", "resources"] {
+        for field in [
+            "replicas",
+            "image",
+            "port",
+            "imagePullPolicy",
+            "resources",
+            "nodeSelector",
+            "affinity",
+            "tolerations",
+            "topologySpreadConstraints",
+            "priorityClassName",
+            "podLabels",
+            "podAnnotations",
+        ] {
             let description = props[field]["description"].as_str().unwrap_or_default();
             assert!(
                 description.len() > 20,
                 "spec.{field} needs a description for kubectl explain"
             );
         }
+        // A field of a core/v1 type is described by its own doc, not by the type's.
+        assert!(
+            props["affinity"]["description"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("Scheduling rules of the pods")),
+            "{}",
+            props["affinity"]["description"]
+        );
         // An enum field is described by its field's doc, not by its type's.
         let retention = &props["storage"]["properties"]["retention"]["properties"];
         for (description, says) in [

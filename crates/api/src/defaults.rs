@@ -1,6 +1,11 @@
 //! Defaults of the spec (DESIGN §1 table). The mutating webhook fills exactly the fields that
 //! [`RedisSpec::missing_defaults`] names; the controller reads the effective values through the
 //! accessors, so a Redis stored while the webhook was down still runs with the same defaults.
+//!
+//! One default is never stored: `spec.replication.minReplicasToWrite`, which follows
+//! `spec.replicas` ([`default_min_replicas_to_write`]). A value written at creation would outlive
+//! the pod count it was chosen for: a Redis created with 3 pods and scaled down to 1 would keep a
+//! stored 1 and refuse every write.
 
 use crate::exporter::ExporterSpec;
 use crate::types::{AuthSpec, ImagePullPolicy, Mode, RedisSpec, ReplicationSpec};
@@ -12,7 +17,8 @@ pub const DEFAULT_REPLICAS: i32 = 1;
 pub const DEFAULT_IMAGE: &str = "redis:7.2-alpine";
 pub const DEFAULT_PORT: i32 = 6379;
 pub const DEFAULT_IMAGE_PULL_POLICY: ImagePullPolicy = ImagePullPolicy::IfNotPresent;
-pub const DEFAULT_MIN_REPLICAS_TO_WRITE: i32 = 0;
+/// From this many pods on, `minReplicasToWrite` defaults to 1; below, to 0.
+pub const MIN_REPLICAS_TO_WRITE_FROM_PODS: i32 = 3;
 pub const DEFAULT_MIN_REPLICAS_MAX_LAG: i32 = 10;
 pub const DEFAULT_FAILOVER_AFTER: &str = "10s";
 pub const DEFAULT_SECRET_KEY: &str = "password";
@@ -46,7 +52,8 @@ impl RedisSpec {
     ///
     /// `mode` itself is never filled (a tutorial manifest gets exactly the four fields it always
     /// got); `spec.replication` is filled only in Replication mode (whole when absent, else its
-    /// missing keys), and `spec.auth.secretRef.key` whenever `spec.auth` is set.
+    /// missing keys) but for `minReplicasToWrite`, whose default follows `replicas` and is never
+    /// stored; and `spec.auth.secretRef.key` whenever `spec.auth` is set.
     pub fn missing_defaults(&self) -> Vec<FieldDefault> {
         let mut missing = Vec::new();
         let mut fill = |path: &'static [&'static str], absent: bool, value: Value| {
@@ -70,11 +77,6 @@ impl RedisSpec {
             match &self.replication {
                 None => fill(&["replication"], true, default_replication_json()),
                 Some(r) => {
-                    fill(
-                        &["replication", "minReplicasToWrite"],
-                        r.min_replicas_to_write.is_none(),
-                        DEFAULT_MIN_REPLICAS_TO_WRITE.into(),
-                    );
                     fill(
                         &["replication", "minReplicasMaxLag"],
                         r.min_replicas_max_lag.is_none(),
@@ -158,7 +160,7 @@ impl RedisSpec {
         EffectiveReplication {
             min_replicas_to_write: r
                 .min_replicas_to_write
-                .unwrap_or(DEFAULT_MIN_REPLICAS_TO_WRITE),
+                .unwrap_or_else(|| default_min_replicas_to_write(self.replicas())),
             min_replicas_max_lag: r
                 .min_replicas_max_lag
                 .unwrap_or(DEFAULT_MIN_REPLICAS_MAX_LAG),
@@ -202,9 +204,21 @@ impl AuthSpec {
 /// [`DEFAULT_FAILOVER_AFTER`] as a duration.
 pub const DEFAULT_FAILOVER_DURATION: Duration = Duration::from_secs(10);
 
+/// `minReplicasToWrite` of a Redis of `replicas` pods that leaves it unset: 1 from
+/// [`MIN_REPLICAS_TO_WRITE_FROM_PODS`] pods on, else 0. With 1, a primary cut off from all its
+/// replicas (a partition) refuses writes once its last replica's acknowledgement is older than
+/// `minReplicasMaxLag`, so at most that many seconds of plain writes reach a primary that a
+/// failover is about to replace; and 3 pods can still lose one and take writes. With 2 pods, 1
+/// would stop writes whenever the one replica is down (a restart, a node drain), so the default
+/// stays 0 there, with a warning.
+pub fn default_min_replicas_to_write(replicas: i32) -> i32 {
+    i32::from(replicas >= MIN_REPLICAS_TO_WRITE_FROM_PODS)
+}
+
 /// Replication settings with every default applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EffectiveReplication {
+    /// The spec's value, else [`default_min_replicas_to_write`] of its replicas.
     pub min_replicas_to_write: i32,
     /// Seconds.
     pub min_replicas_max_lag: i32,
@@ -217,23 +231,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim()).map_err(|e| format!("{text:?} is not a duration: {e}"))
 }
 
-/// `spec.replication` with every default, as the webhook adds it when it is absent.
+/// `spec.replication` with every stored default (not `minReplicasToWrite`), as the webhook adds
+/// it when it is absent.
 fn default_replication_json() -> Value {
     serde_json::json!({
-        "minReplicasToWrite": DEFAULT_MIN_REPLICAS_TO_WRITE,
         "minReplicasMaxLag": DEFAULT_MIN_REPLICAS_MAX_LAG,
         "failoverAfter": DEFAULT_FAILOVER_AFTER,
     })
 }
 
 impl ReplicationSpec {
-    /// The spec's replication settings with the missing ones defaulted, as the webhook stores them.
+    /// The spec's replication settings with the missing ones defaulted, as the webhook stores them
+    /// (`minReplicasToWrite` stays as written: its default follows the pod count).
     pub fn with_defaults(&self) -> ReplicationSpec {
         ReplicationSpec {
-            min_replicas_to_write: Some(
-                self.min_replicas_to_write
-                    .unwrap_or(DEFAULT_MIN_REPLICAS_TO_WRITE),
-            ),
+            min_replicas_to_write: self.min_replicas_to_write,
             min_replicas_max_lag: Some(
                 self.min_replicas_max_lag
                     .unwrap_or(DEFAULT_MIN_REPLICAS_MAX_LAG),
@@ -357,14 +369,14 @@ mod tests {
             extra_defaults(json!({"mode": "Replication"})),
             vec![(
                 "spec.replication".to_owned(),
-                json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"})
+                json!({"minReplicasMaxLag": 10, "failoverAfter": "10s"})
             )]
         );
         assert_eq!(
             extra_defaults(json!({"mode": "Replication", "replication": null})),
             vec![(
                 "spec.replication".to_owned(),
-                json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"})
+                json!({"minReplicasMaxLag": 10, "failoverAfter": "10s"})
             )]
         );
     }
@@ -373,10 +385,7 @@ mod tests {
     fn replication_mode_gets_only_the_missing_keys() {
         assert_eq!(
             extra_defaults(json!({"mode": "Replication", "replication": {"minReplicasMaxLag": 3}})),
-            vec![
-                ("spec.replication.minReplicasToWrite".to_owned(), json!(0)),
-                ("spec.replication.failoverAfter".to_owned(), json!("10s")),
-            ]
+            vec![("spec.replication.failoverAfter".to_owned(), json!("10s"))]
         );
         assert!(
             extra_defaults(json!({"mode": "Replication", "replication": {
@@ -386,7 +395,48 @@ mod tests {
             "set values, even invalid, are kept"
         );
         let all = extra_defaults(json!({"mode": "Replication", "replication": {}}));
-        assert_eq!(all.len(), 3, "{all:?}");
+        assert_eq!(all.len(), 2, "{all:?}");
+    }
+
+    #[test]
+    fn min_replicas_to_write_is_never_stored_and_follows_the_pod_count_while_unset() {
+        for replicas in [0, 1, 2, 3, 5] {
+            let s = spec(json!({"mode": "Replication", "replicas": replicas}));
+            assert!(
+                s.missing_defaults()
+                    .iter()
+                    .all(|d| d.value.get("minReplicasToWrite").is_none()
+                        && d.path != ["replication", "minReplicasToWrite"]),
+                "{replicas}"
+            );
+            let expected = if replicas >= 3 { 1 } else { 0 };
+            assert_eq!(
+                s.replication().min_replicas_to_write,
+                expected,
+                "{replicas}"
+            );
+            // The webhook's defaults do not pin it: scaling moves it.
+            assert_eq!(
+                s.with_defaults().replication(),
+                s.replication(),
+                "{replicas}"
+            );
+        }
+        // Created with 3 pods, scaled down to 2: writes no longer wait for a replica.
+        let scaled = spec(json!({"mode": "Replication", "replicas": 3})).with_defaults();
+        let scaled = RedisSpec {
+            replicas: Some(2),
+            ..scaled
+        };
+        assert_eq!(scaled.replication().min_replicas_to_write, 0);
+        // A value the spec holds is kept, whatever the pod count (a stored 0 stays 0).
+        for (replicas, set) in [(5, 0), (2, 1), (1, 3)] {
+            let s = spec(json!({
+                "mode": "Replication", "replicas": replicas,
+                "replication": {"minReplicasToWrite": set}
+            }));
+            assert_eq!(s.replication().min_replicas_to_write, set);
+        }
     }
 
     #[test]
@@ -433,7 +483,7 @@ mod tests {
         assert_eq!(
             s.with_defaults().replication,
             Some(ReplicationSpec {
-                min_replicas_to_write: Some(0),
+                min_replicas_to_write: None,
                 min_replicas_max_lag: Some(10),
                 failover_after: Some("1m".into()),
             })

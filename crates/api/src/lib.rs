@@ -7,8 +7,10 @@
 //! - §1 defaults (filled by the mutating webhook) and the effective values: [`defaults`].
 //! - §2 admission rules (validating webhook): [`validation`] (the policy, the entry points and
 //!   the ratchet), its private modules by part of the spec: `meta` (names, deletion protection),
-//!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e).
-//! - §3 pod names, labels and the selector: [`pods`].
+//!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e),
+//!   `placement` (§3h), and `syntax` (names, label keys and values).
+//! - §3 pod names, labels and the selector, the keys the operator owns on its pods, the topology
+//!   keys of the default spread: [`pods`].
 //! - §3d persistence (claims, retention, sizes, the claim rules): [`storage`].
 //! - §3e the metrics exporter sidecar: [`exporter`].
 //!

@@ -21,6 +21,11 @@ pub const ROLE_PRIMARY: &str = "primary";
 /// [`ROLE_LABEL`] value of the pods replicating the primary.
 pub const ROLE_REPLICA: &str = "replica";
 
+/// The node label naming the node (the kubelet sets it): the topology key of "one node".
+pub const HOSTNAME_TOPOLOGY_KEY: &str = "kubernetes.io/hostname";
+/// The node label naming the node's zone (set by cloud providers; absent on many other clusters).
+pub const ZONE_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
+
 /// Pod `ordinal` of the Redis `redis_name`: `<name>-<ordinal>`.
 pub fn pod_name(redis_name: &str, ordinal: u32) -> String {
     format!("{redis_name}-{ordinal}")
@@ -58,6 +63,26 @@ pub fn pod_labels(redis_name: &str) -> BTreeMap<String, String> {
     let mut labels = selector_labels(redis_name);
     labels.insert(LABEL_APP.to_owned(), redis_name.to_owned());
     labels
+}
+
+/// The prefix of every label and annotation key the operator owns (`myapp.tangx.in/`): the role
+/// label, the spec hash annotation, and whatever later features add.
+pub const OPERATOR_KEY_PREFIX: &str = "myapp.tangx.in/";
+
+/// Whether `key` is a pod label the operator sets (the keys of [`pod_labels`], or any key under
+/// [`OPERATOR_KEY_PREFIX`], such as [`ROLE_LABEL`]): a user's `spec.podLabels` may not set it, since
+/// the pods' selectors, Services and roles depend on it.
+pub fn is_operator_label(key: &str) -> bool {
+    matches!(
+        key,
+        LABEL_APP | LABEL_NAME | LABEL_INSTANCE | LABEL_MANAGED_BY
+    ) || key.starts_with(OPERATOR_KEY_PREFIX)
+}
+
+/// Whether `key` is a pod annotation the operator sets (any key under [`OPERATOR_KEY_PREFIX`],
+/// such as the spec hash): a user's `spec.podAnnotations` may not set it.
+pub fn is_operator_annotation(key: &str) -> bool {
+    key.starts_with(OPERATOR_KEY_PREFIX)
 }
 
 /// [`selector_labels`] as a label-selector string (`k=v,k=v`, sorted), for `status.selector`
@@ -134,6 +159,30 @@ mod tests {
                 .iter()
                 .all(|(k, v)| labels.get(k) == Some(v))
         );
+    }
+
+    #[test]
+    fn the_operators_own_keys_are_its_labels_and_its_domain() {
+        for key in pod_labels("r").keys().chain([&ROLE_LABEL.to_owned()]) {
+            assert!(is_operator_label(key), "{key}");
+        }
+        assert!(is_operator_annotation("myapp.tangx.in/pod-spec-hash"));
+        for key in [
+            "team",
+            "app.kubernetes.io/component",
+            "app.kubernetes.io/version",
+            "example.com/app",
+            "myapp.tangx.in",
+            "sub.myapp.tangx.in/x",
+        ] {
+            assert!(!is_operator_label(key), "{key}");
+            assert!(!is_operator_annotation(key), "{key}");
+        }
+        assert!(
+            !is_operator_annotation("app"),
+            "annotations have no selector role"
+        );
+        assert_eq!(OPERATOR_KEY_PREFIX, format!("{}/", crate::GROUP));
     }
 
     #[test]

@@ -2,14 +2,17 @@
 //!
 //! Every spec field is optional in the schema: the mutating webhook fills the defaults, and the
 //! accessors in [`crate::defaults`] give the effective value when it has not (webhook down).
-//! New fields (auth, persistence, replication, pod overrides) are added as further `Option`s.
+//! New fields (auth, persistence, replication, pod placement) are added as further `Option`s.
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::api::core::v1::{
+    Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Desired state of a Redis instance: how many pods, which image, which port.
 // Several printer columns share a `type_`, which clippy mistakes for repeated attributes.
@@ -120,6 +123,34 @@ pub struct RedisSpec {
     /// A Prometheus metrics exporter (redis_exporter) as a sidecar in every pod, serving /metrics on a `metrics` port of the pods and the Services, with the password from `auth` when set. Not set: no sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exporter: Option<crate::exporter::ExporterSpec>,
+
+    /// Node labels a node must have for the pods to run on it (the pods' nodeSelector), e.g. `disktype: ssd`. Keys and values must be valid label keys and values. Not set: any node. A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+
+    /// Scheduling rules of the pods (the pods' affinity: nodeAffinity, podAffinity, podAntiAffinity), passed as written. Setting it, even to {}, replaces the default spread (see topologySpreadConstraints). A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+
+    /// Taints the pods tolerate (the pods' tolerations), e.g. to run on nodes dedicated to Redis. A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+
+    /// How the pods spread over nodes, zones or other topology domains (the pods' topologySpreadConstraints), passed as written: give each a labelSelector matching this Redis's pods, such as app.kubernetes.io/instance: <name>. When neither this nor affinity is set, the operator spreads the pods itself: they prefer different nodes (kubernetes.io/hostname, maxSkew 1, ScheduleAnyway) and, in Replication mode, different zones (topology.kubernetes.io/zone), never refusing to schedule. Set it to [] for no spread at all. A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+
+    /// PriorityClass of the pods (a DNS-1123 subdomain naming an existing PriorityClass), for their scheduling order and preemption. Not set: the cluster's default priority. A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+
+    /// Extra labels on every pod, e.g. for NetworkPolicies or cost reports. The operator's own labels (app, app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by and any myapp.tangx.in/ key) cannot be set here. A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_labels: Option<BTreeMap<String, String>>,
+
+    /// Extra annotations on every pod, e.g. for a service mesh or a backup tool. Keys under myapp.tangx.in/ are the operator's and cannot be set here. A change replaces the pods one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_annotations: Option<BTreeMap<String, String>>,
 }
 
 /// How the pods of a Redis relate to each other.
@@ -147,7 +178,7 @@ impl Mode {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicationSpec {
-    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and within minReplicasMaxLag. At least 0; more than replicas-1 refuses every write (a warning says so). Defaults to 0 (writes never wait for replicas).
+    /// Redis `min-replicas-to-write` on the primary: writes are refused unless at least this many replicas are connected and acknowledged within minReplicasMaxLag seconds. It bounds a split brain: a primary cut off from its replicas refuses writes after minReplicasMaxLag seconds, instead of taking writes that a failover to a replica then discards (0 never refuses; a warning says so). At least 0; more than replicas-1 refuses every write (a warning says so). Not set: 1 with 3 or more pods, 0 with fewer; this default follows replicas and is not written into the spec, so scaling down below 3 pods goes back to 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub min_replicas_to_write: Option<i32>,

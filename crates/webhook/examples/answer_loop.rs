@@ -145,7 +145,7 @@ fn update_review() -> Vec<u8> {
                         "team": "payments"});
     let applied = |replicas: i32| {
         json!({"replicas": replicas, "image": "redis:7.2.5-alpine", "port": 6379, "mode": "Replication",
-               "replication": {"minReplicasToWrite": 1, "failoverAfter": "15s"},
+               "replication": {"failoverAfter": "15s"},
                "auth": {"secretRef": {"name": "cache-auth"}},
                "resources": {"requests": {"memory": "256Mi"}}})
     };
@@ -170,7 +170,6 @@ fn update_review() -> Vec<u8> {
         "f:spec|f:port",
         "f:spec|f:replicas",
         "f:spec|f:replication|f:failoverAfter",
-        "f:spec|f:replication|f:minReplicasToWrite",
         "f:spec|f:resources|f:requests|f:memory",
     ]);
     let controller = fields(&["f:metadata|f:finalizers|v:\"myapp.tangx.in/cleanup\""]);
@@ -195,8 +194,7 @@ fn update_review() -> Vec<u8> {
     let object = |replicas: i32, generation: i64, resource_version: &str, applied_at: &str| {
         let mut spec = applied(replicas);
         spec["imagePullPolicy"] = json!("IfNotPresent");
-        spec["replication"] =
-            json!({"minReplicasToWrite": 1, "minReplicasMaxLag": 10, "failoverAfter": "15s"});
+        spec["replication"] = json!({"minReplicasMaxLag": 10, "failoverAfter": "15s"});
         spec["auth"] = json!({"secretRef": {"name": "cache-auth", "key": "password"}});
         spec["podDisruptionBudget"] = json!({"maxUnavailable": 1});
         json!({

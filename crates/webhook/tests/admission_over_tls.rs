@@ -354,7 +354,7 @@ async fn a_replication_redis_is_defaulted_judged_and_warned_about() {
         json!({
             "replicas": 3, "image": "redis:7.2-alpine", "port": 6379,
             "imagePullPolicy": "IfNotPresent", "mode": "Replication",
-            "replication": {"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "15s"},
+            "replication": {"minReplicasMaxLag": 10, "failoverAfter": "15s"},
             "auth": {"secretRef": {"name": "my-replicated-redis-auth", "key": "password"}}
         })
     );
@@ -366,6 +366,28 @@ async fn a_replication_redis_is_defaulted_judged_and_warned_about() {
     .await;
     assert_eq!(response["allowed"], true, "{response}");
     assert!(response.get("warnings").is_none(), "{response}");
+
+    // Scaled down to 2 pods: nothing was stored for minReplicasToWrite, so its default follows
+    // (0: writes no longer wait for the one replica), with a warning about what 0 allows.
+    let mut two = patched.clone();
+    two["spec"]["replicas"] = json!(2);
+    let response = review_response(
+        &server,
+        "/mutate",
+        review("UPDATE", two.clone(), patched.clone()),
+    )
+    .await;
+    assert!(response.get("patch").is_none(), "{response}");
+    let response =
+        review_response(&server, "/validate", review("UPDATE", two, patched.clone())).await;
+    assert_eq!(response["allowed"], true, "{response}");
+    assert_eq!(
+        response["warnings"],
+        json!([
+            "spec.replication.minReplicasToWrite: 0 (the default below 3 pods) lets a primary cut off from its replicas keep accepting writes, which a failover to a replica then discards; set it to 1 so that such a primary refuses writes after minReplicasMaxLag seconds (writes then also wait for a connected replica), or run 3 or more pods, where 1 is the default"
+        ]),
+        "{response}"
+    );
 
     // Without auth, on one pod, failing over after a day: refused for the day, warned about the rest.
     let mut risky = patched.clone();

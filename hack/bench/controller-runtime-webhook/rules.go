@@ -24,14 +24,15 @@ const (
 	group                        = "myapp.tangx.in"
 	deletionProtectionAnnotation = "myapp.tangx.in/deletion-protection"
 
-	defaultReplicas           int32 = 1
-	defaultImage                    = "redis:7.2-alpine"
-	defaultPort               int32 = 6379
-	defaultImagePullPolicy          = corev1.PullIfNotPresent
-	defaultMinReplicasToWrite int32 = 0
-	defaultMinReplicasMaxLag  int32 = 10
-	defaultFailoverAfter            = "10s"
-	defaultSecretKey                = "password"
+	defaultReplicas        int32 = 1
+	defaultImage                 = "redis:7.2-alpine"
+	defaultPort            int32 = 6379
+	defaultImagePullPolicy       = corev1.PullIfNotPresent
+	// minReplicasToWrite is never stored: 1 from this many pods on, else 0 (defaults.rs).
+	minReplicasToWriteFromPods int32 = 3
+	defaultMinReplicasMaxLag   int32 = 10
+	defaultFailoverAfter             = "10s"
+	defaultSecretKey                 = "password"
 
 	maxNameLength         = 63
 	generatedSuffixLength = 5
@@ -76,8 +77,9 @@ func (v Verdict) Message() string {
 // ---- defaults (crates/api/src/defaults.rs) ----
 
 // applyDefaults fills exactly the fields RedisSpec::missing_defaults lists: the four of every
-// spec, spec.replication (whole or its missing keys) in Replication mode only, and
-// spec.auth.secretRef.key whenever spec.auth is set. Set fields are never touched.
+// spec, spec.replication (whole or its missing keys, but never minReplicasToWrite, whose default
+// follows replicas) in Replication mode only, and spec.auth.secretRef.key whenever spec.auth is
+// set. Set fields are never touched.
 func applyDefaults(spec *RedisSpec) {
 	if spec.Replicas == nil {
 		spec.Replicas = ptr(defaultReplicas)
@@ -96,9 +98,6 @@ func applyDefaults(spec *RedisSpec) {
 			spec.Replication = &ReplicationSpec{}
 		}
 		r := spec.Replication
-		if r.MinReplicasToWrite == nil {
-			r.MinReplicasToWrite = ptr(defaultMinReplicasToWrite)
-		}
 		if r.MinReplicasMaxLag == nil {
 			r.MinReplicasMaxLag = ptr(defaultMinReplicasMaxLag)
 		}
@@ -117,10 +116,14 @@ func (s *RedisSpec) port() int32     { return deref(s.Port, defaultPort) }
 func (s *RedisSpec) mode() Mode      { return deref(s.Mode, ModeStandalone) }
 
 func (s *RedisSpec) minReplicasToWrite() int32 {
-	if s.Replication == nil {
-		return defaultMinReplicasToWrite
+	var byPods int32
+	if s.replicas() >= minReplicasToWriteFromPods {
+		byPods = 1
 	}
-	return deref(s.Replication.MinReplicasToWrite, defaultMinReplicasToWrite)
+	if s.Replication == nil {
+		return byPods
+	}
+	return deref(s.Replication.MinReplicasToWrite, byPods)
 }
 
 // ---- validation (crates/api/src/validation.rs) ----
@@ -455,6 +458,13 @@ func replicationWarnings(spec *RedisSpec) []string {
 	}
 	if replicas >= 1 && toWrite > available {
 		out = append(out, fmt.Sprintf("spec.replication.minReplicasToWrite: %d is more than the %d replica(s) of %d pods, so writes will be refused", toWrite, available, replicas))
+	}
+	if replicas >= 2 && toWrite == 0 {
+		which := fmt.Sprintf("0 (the default below %d pods)", minReplicasToWriteFromPods)
+		if spec.Replication != nil && spec.Replication.MinReplicasToWrite != nil {
+			which = "0"
+		}
+		out = append(out, fmt.Sprintf("spec.replication.minReplicasToWrite: %s lets a primary cut off from its replicas keep accepting writes, which a failover to a replica then discards; set it to 1 so that such a primary refuses writes after minReplicasMaxLag seconds (writes then also wait for a connected replica), or run %d or more pods, where 1 is the default", which, minReplicasToWriteFromPods))
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 //! The rules on `spec.auth` (DESIGN §2, for §3c auth): the Secret it names must be one a Secret
 //! can be, and the key one a Secret's data can have, as the API server reads them.
 
+use super::syntax::is_dns1123_subdomain;
 use super::violation::Violation;
 use crate::types::RedisSpec;
 
@@ -44,13 +45,7 @@ fn secret_name_problem(name: &str) -> Result<(), String> {
             name.len()
         ));
     }
-    let label_ok = |label: &str| {
-        let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-        label.starts_with(alnum)
-            && label.ends_with(alnum)
-            && label.chars().all(|c| alnum(c) || c == '-')
-    };
-    if !name.split('.').all(label_ok) {
+    if !is_dns1123_subdomain(name) {
         return Err(format!(
             "must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got {name:?}"
         ));

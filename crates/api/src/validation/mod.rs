@@ -16,14 +16,20 @@
 //! - `pdb`: `spec.podDisruptionBudget.maxUnavailable`.
 //! - `storage`: `spec.storage`, from the claim rules of [`crate::storage`] (§3d).
 //! - `exporter`: `spec.exporter` (§3e).
+//! - `placement`: `spec.nodeSelector`, `affinity`, `tolerations`, `topologySpreadConstraints`,
+//!   `priorityClassName`, `podLabels` and `podAnnotations`, with the warning about a Replication
+//!   Redis held on one node (§3h).
+//! - `syntax`: the syntax of Kubernetes names, label keys and values, which the others check.
 
 mod auth;
 mod exporter;
 mod image;
 mod meta;
 mod pdb;
+mod placement;
 mod replication;
 mod storage;
+mod syntax;
 mod violation;
 
 use crate::types::Redis;
@@ -179,6 +185,7 @@ impl Policy {
         violations.extend(pdb::pdb_violations(spec));
         violations.extend(storage::storage_violations(spec));
         violations.extend(exporter::exporter_violations(spec));
+        violations.extend(placement::placement_violations(spec));
         violations
     }
 
@@ -235,6 +242,7 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
         warnings.push("spec.replicas: 0 runs no Redis pods".to_owned());
     }
     warnings.extend(replication::replication_warnings(spec));
+    warnings.extend(placement::placement_warnings(redis));
     warnings
 }
 

@@ -1,9 +1,11 @@
 //! The rules on Replication mode (DESIGN §2, for §3b replication): a primary to run, the values
 //! of `spec.replication` (`failoverAfter` and its bounds among them), and the warnings about a
-//! Replication Redis that is allowed but unwise, or replication settings Standalone mode ignores.
+//! Replication Redis that is allowed but unwise (no failover possible, no auth, writes always
+//! refused, or never refused by a primary cut off from its replicas), or replication settings
+//! Standalone mode ignores.
 
 use super::violation::Violation;
-use crate::defaults::parse_duration;
+use crate::defaults::{MIN_REPLICAS_TO_WRITE_FROM_PODS, parse_duration};
 use crate::types::{Mode, RedisSpec};
 use std::time::Duration;
 
@@ -99,6 +101,22 @@ pub(super) fn replication_warnings(spec: &RedisSpec) -> Vec<String> {
     if replicas >= 1 && to_write > available {
         warnings.push(format!(
             "spec.replication.minReplicasToWrite: {to_write} is more than the {available} replica(s) of {replicas} pods, so writes will be refused"
+        ));
+    }
+    // The split-brain bound (DESIGN §9.5): without it, a primary cut off from its replicas (a
+    // partition) keeps taking writes for as long as it is cut off, and the failover discards them.
+    if replicas >= 2 && to_write == 0 {
+        let set = spec
+            .replication
+            .as_ref()
+            .is_some_and(|r| r.min_replicas_to_write.is_some());
+        let which = if set {
+            "0".to_owned()
+        } else {
+            format!("0 (the default below {MIN_REPLICAS_TO_WRITE_FROM_PODS} pods)")
+        };
+        warnings.push(format!(
+            "spec.replication.minReplicasToWrite: {which} lets a primary cut off from its replicas keep accepting writes, which a failover to a replica then discards; set it to 1 so that such a primary refuses writes after minReplicasMaxLag seconds (writes then also wait for a connected replica), or run {MIN_REPLICAS_TO_WRITE_FROM_PODS} or more pods, where 1 is the default"
         ));
     }
     warnings

@@ -1,16 +1,25 @@
 //! The pod a `Redis` wants at each ordinal (DESIGN §3), and the hash that tells a pod built from
 //! an older spec from a current one. Pure: the reconciler only sends what this builds.
+//!
+//! Placement (§3h): the spec's nodeSelector, affinity, tolerations, topologySpreadConstraints and
+//! priorityClassName go into the pod spec as written; its podLabels and podAnnotations go on the
+//! pods under the operator's own; with neither affinity nor topologySpreadConstraints the pods
+//! get the default spread ([`default_spread`]), which the hash leaves out.
 
 use crate::redis_server::{FENCE_HOST, FENCE_PORT};
 use api::exporter::METRICS_PORT_NAME;
-use api::pods::{pod_labels, pod_name};
-use api::{Redis, RedisSpec};
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    HTTPGetAction, PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe,
-    SeccompProfile, SecretKeySelector, SecurityContext, Volume, VolumeMount,
+use api::pods::{
+    HOSTNAME_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY, is_operator_annotation, is_operator_label,
+    pod_labels, pod_name, selector_labels,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use api::{Mode, Redis, RedisSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    ExecAction, HTTPGetAction, PersistentVolumeClaimVolumeSource, Pod, PodAffinityTerm,
+    PodAntiAffinity, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretKeySelector,
+    SecurityContext, TopologySpreadConstraint, Volume, VolumeMount, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use sha2::{Digest, Sha256};
@@ -161,8 +170,81 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         // Redis never talks to the API server.
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
+        // Placement, as written. An empty map, list or name says nothing: left out, so that it
+        // hashes as unset. Empty affinity or spread constraints do say something (no default
+        // spread), so they are kept.
+        node_selector: spec.node_selector.clone().filter(|s| !s.is_empty()),
+        affinity: spec.affinity.clone(),
+        tolerations: spec.tolerations.clone().filter(|t| !t.is_empty()),
+        topology_spread_constraints: spec.topology_spread_constraints.clone(),
+        priority_class_name: spec.priority_class_name.clone().filter(|n| !n.is_empty()),
         ..PodSpec::default()
     }
+}
+
+/// The spread the pods of `redis_name` get when the spec sets neither affinity nor
+/// topologySpreadConstraints: never a reason not to schedule, only a preference. Each pod
+/// prefers a node with the fewest pods of this Redis (a spread constraint on the hostname,
+/// maxSkew 1, ScheduleAnyway); in Replication mode each also prefers a zone without one (a
+/// preferred pod anti-affinity on the zone label), so that losing a node or a zone leaves a
+/// replica to fail over to.
+///
+/// The zone preference is an anti-affinity, not a second spread constraint, because the
+/// scheduler scores only the nodes that carry every topology key of a pod's spread constraints:
+/// on a cluster whose nodes have no zone label (bare metal, kubeadm, kwok) a zone constraint
+/// would leave every node unscored, which would turn the hostname spread off too. A preferred
+/// anti-affinity only counts on nodes that have the label and leaves the others neutral.
+pub fn default_spread(
+    redis_name: &str,
+    mode: Mode,
+) -> (Vec<TopologySpreadConstraint>, Option<Affinity>) {
+    let own_pods = LabelSelector {
+        match_labels: Some(selector_labels(redis_name)),
+        match_expressions: None,
+    };
+    let nodes = TopologySpreadConstraint {
+        max_skew: 1,
+        topology_key: HOSTNAME_TOPOLOGY_KEY.into(),
+        when_unsatisfiable: "ScheduleAnyway".into(),
+        label_selector: Some(own_pods.clone()),
+        ..TopologySpreadConstraint::default()
+    };
+    let zones = (mode == Mode::Replication).then(|| Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: PodAffinityTerm {
+                        label_selector: Some(own_pods),
+                        topology_key: ZONE_TOPOLOGY_KEY.into(),
+                        ..PodAffinityTerm::default()
+                    },
+                },
+            ]),
+            required_during_scheduling_ignored_during_execution: None,
+        }),
+        ..Affinity::default()
+    });
+    (vec![nodes], zones)
+}
+
+/// The spec's podLabels, less any key the operator sets itself (the webhook refuses those; a
+/// Redis stored without it must not take the operator's selectors or role labels either).
+fn user_labels(spec: &RedisSpec) -> BTreeMap<String, String> {
+    let labels = spec.pod_labels.iter().flatten();
+    labels
+        .filter(|(k, _)| !is_operator_label(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The spec's podAnnotations, less any key the operator sets itself.
+fn user_annotations(spec: &RedisSpec) -> BTreeMap<String, String> {
+    let annotations = spec.pod_annotations.iter().flatten();
+    annotations
+        .filter(|(k, _)| !is_operator_annotation(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The metrics sidecar (`spec.exporter`): redis_exporter reading redis-server over localhost,
@@ -255,13 +337,43 @@ fn data_volume(spec: &RedisSpec) -> Volume {
 /// every release of the operator (unlike `std`'s hasher).
 pub fn spec_hash(spec: &PodSpec) -> String {
     // k8s-openapi serializes maps in key order, so the JSON is canonical.
-    let json = serde_json::to_vec(spec).unwrap_or_default();
-    let digest = Sha256::digest(&json);
+    short_digest(&serde_json::to_vec(spec).unwrap_or_default())
+}
+
+/// The hash the pods of a Redis carry ([`SPEC_HASH_ANNOTATION`]): [`spec_hash`] of `pod_spec`
+/// (built by [`pod_spec`] from `spec`), with the spec's pod labels and annotations after it when
+/// it sets any, so changing them replaces the pods as any other change does.
+///
+/// What is hashed only grows by what a Redis sets: a field it leaves out adds nothing (serde skips
+/// an unset pod spec field; no labels or annotations add no bytes), so a Redis that sets none of
+/// the fields a release adds keeps the hash its pods carry, and upgrading the operator rolls no
+/// pod. That is also why the default spread is not in `pod_spec` but added by [`desired_pod`]:
+/// pods made before it existed stay as they are, and pods made from now on get it.
+pub fn pod_hash(spec: &RedisSpec, pod_spec: &PodSpec) -> String {
+    let mut json = serde_json::to_vec(pod_spec).unwrap_or_default();
+    let metadata: BTreeMap<&str, BTreeMap<String, String>> = [
+        ("podAnnotations", user_annotations(spec)),
+        ("podLabels", user_labels(spec)),
+    ]
+    .into_iter()
+    .filter(|(_, m)| !m.is_empty())
+    .collect();
+    if !metadata.is_empty() {
+        json.extend(serde_json::to_vec(&metadata).unwrap_or_default());
+    }
+    short_digest(&json)
+}
+
+/// The first 8 bytes of the SHA-256 of `bytes`, in hex.
+fn short_digest(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The complete pod for `ordinal`, owned by `redis` (controller reference, so the garbage
-/// collector removes it even without the operator). `None` if `redis` has no name or uid yet.
+/// collector removes it even without the operator), with the default spread when the spec sets
+/// no placement of its own, and the spec's pod labels and annotations under the operator's.
+/// `None` if `redis` has no name or uid yet.
 pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> Option<Pod> {
     let name = redis.metadata.name.as_deref()?;
     let mut owner = redis.controller_owner_ref(&())?;
@@ -273,15 +385,22 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
             claim.claim_name = api::storage::claim_name(name, ordinal);
         }
     }
+    if redis.spec.affinity.is_none() && redis.spec.topology_spread_constraints.is_none() {
+        let (constraints, affinity) = default_spread(name, redis.spec.mode());
+        spec.topology_spread_constraints = Some(constraints);
+        spec.affinity = affinity;
+    }
+    // The operator's labels and annotation win over the spec's.
+    let mut labels = user_labels(&redis.spec);
+    labels.extend(pod_labels(name));
+    let mut annotations = user_annotations(&redis.spec);
+    annotations.insert(SPEC_HASH_ANNOTATION.to_owned(), hash.to_owned());
     Some(Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(name, ordinal)),
             namespace: redis.metadata.namespace.clone(),
-            labels: Some(pod_labels(name)),
-            annotations: Some(BTreeMap::from([(
-                SPEC_HASH_ANNOTATION.to_owned(),
-                hash.to_owned(),
-            )])),
+            labels: Some(labels),
+            annotations: Some(annotations),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },

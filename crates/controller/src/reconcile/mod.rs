@@ -17,7 +17,7 @@ pub use context::Context;
 use crate::Error;
 use crate::k8s::{self, conditions::now};
 use crate::metrics::ReasonLabels;
-use crate::pods::build::{pod_spec, spec_hash};
+use crate::pods::build::{pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
@@ -119,7 +119,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     // is returned last.
     let children = children::apply(&ctx.client, &ctx.children, redis).await;
     let spec = pod_spec(&redis.spec);
-    let hash = spec_hash(&spec);
+    let hash = pod_hash(&redis.spec, &spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
     let owned = pods::owned_pods(&ctx.pods, redis);
     let reference = redis.object_ref(&());

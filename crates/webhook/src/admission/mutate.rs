@@ -315,12 +315,18 @@ mod tests {
             patch_ops(&a),
             vec![(
                 "/spec/replication".to_owned(),
-                json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"})
+                json!({"minReplicasMaxLag": 10, "failoverAfter": "10s"})
             )]
         );
         let patched = apply_patch(&a, object.clone());
         assert_eq!(patched["spec"]["mode"], "Replication");
         assert_eq!(patched["spec"]["replication"]["failoverAfter"], "10s");
+        // minReplicasToWrite follows the pod count and is never stored.
+        assert!(
+            patched["spec"]["replication"]
+                .get("minReplicasToWrite")
+                .is_none()
+        );
         // `replication: null` is replaced the same way.
         let mut null = object;
         null["spec"]["replication"] = Value::Null;
@@ -343,7 +349,6 @@ mod tests {
         assert_eq!(
             patch_ops(&a),
             vec![
-                ("/spec/replication/minReplicasToWrite".to_owned(), json!(0)),
                 ("/spec/replication/minReplicasMaxLag".to_owned(), json!(10)),
                 ("/spec/auth/secretRef/key".to_owned(), json!("password")),
             ]
@@ -351,7 +356,7 @@ mod tests {
         let patched = apply_patch(&a, object);
         assert_eq!(
             patched["spec"]["replication"],
-            json!({"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "30s"})
+            json!({"minReplicasMaxLag": 10, "failoverAfter": "30s"})
         );
         assert_eq!(
             patched["spec"]["auth"],

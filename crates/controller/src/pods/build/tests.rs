@@ -303,3 +303,237 @@ fn no_pod_without_uid() {
     let spec = pod_spec(&r.spec);
     assert!(desired_pod(&r, 0, &spec, "h").is_none());
 }
+
+/// The hashes this release's pods carry, pinned: an upgrade of the operator that changed them
+/// would replace every pod of every existing Redis at once (one rolling update per Redis), for no
+/// change of theirs. A field added to the spec must hash as before while it is not set.
+#[test]
+fn the_hash_of_a_spec_without_new_fields_is_the_one_pods_already_carry() {
+    for (spec, pinned) in [
+        (json!({}), "dd81b33d7cfb5ee1"),
+        (
+            json!({"replicas": 2, "image": "redis:5-alpine", "port": 8333, "imagePullPolicy": "IfNotPresent"}),
+            "ad326e9ccb61aa4b",
+        ),
+        (
+            json!({
+                "replicas": 3, "image": "redis:7.2-alpine", "port": 6379, "imagePullPolicy": "Always",
+                "mode": "Replication",
+                "replication": {"minReplicasToWrite": 0, "minReplicasMaxLag": 10, "failoverAfter": "10s"},
+                "auth": {"secretRef": {"name": "cache-auth", "key": "password"}},
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                "storage": {"size": "1Gi", "appendOnly": true},
+                "exporter": {"port": 9121},
+                "podDisruptionBudget": {"maxUnavailable": 1}
+            }),
+            "19406179e65c2c13",
+        ),
+    ] {
+        let r = redis(spec.clone());
+        let built = pod_spec(&r.spec);
+        assert_eq!(spec_hash(&built), pinned, "{spec}");
+        // What the reconciler puts on the pods.
+        assert_eq!(pod_hash(&r.spec, &built), pinned, "{spec}");
+    }
+}
+
+/// The pod `desired_pod` builds for ordinal 0 of a Redis with `spec`, as the reconciler does.
+fn built_pod(spec: serde_json::Value) -> Pod {
+    let r = redis(spec);
+    let built = pod_spec(&r.spec);
+    let hash = pod_hash(&r.spec, &built);
+    desired_pod(&r, 0, &built, &hash).expect("pod")
+}
+
+#[test]
+fn placement_fields_reach_every_pod_as_written() {
+    let placement = json!({
+        "nodeSelector": {"disktype": "ssd"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "pool", "operator": "In", "values": ["redis"]}
+            ]}]
+        }}},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "redis", "effect": "NoSchedule"}],
+        "topologySpreadConstraints": [{
+            "maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "my-op-redis"}}
+        }],
+        "priorityClassName": "redis-critical",
+    });
+    for ordinal in [0, 2] {
+        let r = redis(placement.clone());
+        let built = pod_spec(&r.spec);
+        let pod = desired_pod(&r, ordinal, &built, &pod_hash(&r.spec, &built)).expect("pod");
+        let spec = serde_json::to_value(pod.spec.expect("spec")).expect("json");
+        for field in [
+            "nodeSelector",
+            "affinity",
+            "tolerations",
+            "topologySpreadConstraints",
+            "priorityClassName",
+        ] {
+            assert_eq!(spec[field], placement[field], "{field}");
+        }
+    }
+}
+
+#[test]
+fn pod_labels_and_annotations_go_under_the_operators_own() {
+    let pod = built_pod(json!({
+        "podLabels": {
+            "team": "cache", "app": "not-mine", "app.kubernetes.io/instance": "other",
+            "myapp.tangx.in/role": "primary"
+        },
+        "podAnnotations": {
+            "backup.example.com/enabled": "true",
+            "myapp.tangx.in/pod-spec-hash": "forged"
+        },
+    }));
+    let labels = pod.metadata.labels.expect("labels");
+    let label = |k: &str| labels.get(k).map(String::as_str);
+    assert_eq!(label("team"), Some("cache"));
+    assert_eq!(
+        label("app"),
+        Some("my-op-redis"),
+        "the operator's label wins"
+    );
+    assert_eq!(label("app.kubernetes.io/instance"), Some("my-op-redis"));
+    assert_eq!(
+        label("myapp.tangx.in/role"),
+        None,
+        "a role only the replication engine gives"
+    );
+    let annotations = pod.metadata.annotations.expect("annotations");
+    assert_eq!(
+        annotations
+            .get("backup.example.com/enabled")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert_ne!(
+        annotations.get(SPEC_HASH_ANNOTATION).map(String::as_str),
+        Some("forged")
+    );
+}
+
+#[test]
+fn without_placement_the_pods_prefer_other_nodes_and_in_replication_mode_other_zones() {
+    let standalone = built_pod(json!({})).spec.expect("spec");
+    let own = json!({"matchLabels": {
+        "app.kubernetes.io/instance": "my-op-redis",
+        "app.kubernetes.io/managed-by": "redis-operator",
+        "app.kubernetes.io/name": "redis"
+    }});
+    let nodes = json!([{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": own
+    }]);
+    assert_eq!(
+        serde_json::to_value(&standalone.topology_spread_constraints).expect("json"),
+        nodes
+    );
+    assert!(standalone.affinity.is_none(), "zones only for replication");
+
+    let replicated = built_pod(json!({"mode": "Replication", "replicas": 3}))
+        .spec
+        .expect("spec");
+    assert_eq!(
+        serde_json::to_value(&replicated.topology_spread_constraints).expect("json"),
+        nodes
+    );
+    assert_eq!(
+        serde_json::to_value(&replicated.affinity).expect("json"),
+        json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100,
+            "podAffinityTerm": {"labelSelector": own, "topologyKey": "topology.kubernetes.io/zone"}
+        }]}}),
+        "a preference, never a requirement: nodes without a zone label stay fine"
+    );
+}
+
+#[test]
+fn the_users_affinity_or_spread_replaces_the_default_spread() {
+    for (placement, spread, affinity) in [
+        (
+            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname",
+                 "labelSelector": {"matchLabels": {"app": "my-op-redis"}}}
+            ]}}}),
+            json!(null),
+            true,
+        ),
+        (json!({"affinity": {}}), json!(null), true),
+        (
+            json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway"}]}),
+            json!([{"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway"}]),
+            false,
+        ),
+        (json!({"topologySpreadConstraints": []}), json!([]), false),
+    ] {
+        let mut spec = placement.clone();
+        spec["mode"] = json!("Replication");
+        let pod = built_pod(spec).spec.expect("spec");
+        assert_eq!(
+            serde_json::to_value(&pod.topology_spread_constraints).expect("json"),
+            spread,
+            "{placement}"
+        );
+        assert_eq!(pod.affinity.is_some(), affinity, "{placement}");
+        assert_eq!(
+            serde_json::to_value(&pod.affinity).expect("json"),
+            placement["affinity"],
+            "{placement}"
+        );
+    }
+}
+
+#[test]
+fn each_placement_field_changes_the_hash_and_empty_ones_do_not() {
+    let hash = |spec: serde_json::Value| {
+        let r = redis(spec);
+        pod_hash(&r.spec, &pod_spec(&r.spec))
+    };
+    let base = hash(json!({}));
+    let mut seen = vec![base.clone()];
+    for set in [
+        json!({"nodeSelector": {"disktype": "ssd"}}),
+        json!({"affinity": {}}),
+        json!({"tolerations": [{"operator": "Exists"}]}),
+        json!({"topologySpreadConstraints": []}),
+        json!({"priorityClassName": "high"}),
+        json!({"podLabels": {"team": "cache"}}),
+        json!({"podLabels": {"team": "web"}}),
+        json!({"podAnnotations": {"team": "cache"}}),
+    ] {
+        let h = hash(set.clone());
+        assert!(!seen.contains(&h), "{set} hashes like another spec");
+        seen.push(h);
+    }
+    // Saying nothing hashes as saying nothing: no pod rolls.
+    for empty in [
+        json!({"nodeSelector": {}}),
+        json!({"tolerations": []}),
+        json!({"podLabels": {}}),
+        json!({"podAnnotations": {}}),
+        json!({"podLabels": {"app": "dropped"}}),
+        json!({"nodeSelector": null, "affinity": null}),
+    ] {
+        assert_eq!(hash(empty.clone()), base, "{empty}");
+    }
+    // The default spread is on the pod, not in its hash (pods made before it keep theirs).
+    let pod = built_pod(json!({}));
+    assert!(
+        pod.spec
+            .expect("spec")
+            .topology_spread_constraints
+            .is_some()
+    );
+    assert_eq!(
+        pod.metadata
+            .annotations
+            .expect("annotations")
+            .get(SPEC_HASH_ANNOTATION),
+        Some(&base)
+    );
+}
