@@ -173,6 +173,19 @@ pub async fn redis_cli(host: &str, port: u16, args: &[&str]) -> Result<String, S
     }
 }
 
+/// Heals the node when dropped (`hack/cluster/fault.sh node-heal`, synchronously: `Drop` cannot
+/// wait on a future), so a failing test does not leave it faulted for the next.
+pub struct HealOnDrop(pub String);
+
+impl Drop for HealOnDrop {
+    fn drop(&mut self) {
+        let script = repo_root().join("hack/cluster/fault.sh");
+        let _ = std::process::Command::new(script)
+            .args([NodeFault::Heal.verb(), &self.0])
+            .status();
+    }
+}
+
 /// The socket of a real node's containerd.
 fn containerd_socket(node: &str) -> PathBuf {
     repo_root().join(format!(".cluster/node/{node}/containerd/containerd.sock"))

@@ -156,18 +156,6 @@ async fn signal(pid: u32, sig: &str, what: &str) -> Result<(), Error> {
         .map_err(|reason| process_error(format!("{sig} to {what}"), reason))
 }
 
-/// Heals the node when dropped, so a failed round does not leave it faulted.
-struct HealOnDrop(String);
-
-impl Drop for HealOnDrop {
-    fn drop(&mut self) {
-        let script = repo_root().join("hack/cluster/fault.sh");
-        let _ = std::process::Command::new(script)
-            .args([NodeFault::Heal.verb(), &self.0])
-            .status();
-    }
-}
-
 /// The test's world: what the faults act on.
 struct Bed {
     ns: TestNamespace,
@@ -351,7 +339,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         if let Some(name) = faulted_node {
             // The node comes back once a replica elsewhere took over (its pods may have been
             // replaced meanwhile); healed even when no failover came.
-            let heal = HealOnDrop(name);
+            let heal = node::HealOnDrop(name);
             let promoted = node::wait_promoted(&bed.ns, NAME, &primary, CONVERGE).await;
             drop(heal);
             if let Err(e) = promoted {

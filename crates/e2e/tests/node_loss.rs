@@ -20,7 +20,7 @@ use std::time::Duration;
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::history::{History, Writer, lost_on, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
-use e2e::{Context, Error, TestNamespace, repo_root};
+use e2e::{Context, Error, TestNamespace};
 use k8s_openapi::api::core::v1::{Endpoints, Pod};
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
@@ -35,18 +35,6 @@ const CONVERGE: Duration = Duration::from_secs(300);
 
 /// One node fault at a time on the shared nodes.
 static NODES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Heals the node when dropped, so a failing test does not leave it faulted for the next.
-struct HealOnDrop(String);
-
-impl Drop for HealOnDrop {
-    fn drop(&mut self) {
-        let script = repo_root().join("hack/cluster/fault.sh");
-        let _ = std::process::Command::new(script)
-            .args([NodeFault::Heal.verb(), &self.0])
-            .status();
-    }
-}
 
 fn failure(what: impl Into<String>, reason: impl Into<String>) -> Error {
     Error::Process {
@@ -158,7 +146,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     eprintln!("{prefix}: {} {lost_node} (primary {old})", fault.verb());
-    let heal = HealOnDrop(lost_node.clone());
+    let heal = node::HealOnDrop(lost_node.clone());
     node::fault(fault, &lost_node).await?;
     let new = node::wait_promoted(&ns, NAME, &old, CONVERGE).await?;
     let new_node = node::node_of(&pod(&ns, &new).await?)
