@@ -17,12 +17,15 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::history::{History, Writer, lost_on, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace};
-use k8s_openapi::api::core::v1::{Endpoints, Pod};
-use kube::api::PostParams;
+use k8s_openapi::api::core::v1::{Endpoints, Pod, Toleration};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 
 const NAME: &str = "cache";
@@ -262,4 +265,160 @@ async fn a_frozen_primary_node_is_failed_over_and_comes_back_as_a_replica() -> R
 async fn a_partitioned_primary_node_is_failed_over_and_comes_back_as_a_replica() -> Result<(), Error>
 {
     primary_node_lost(NodeFault::Partition, "node-partition").await
+}
+
+/// The pods of `name`, once there are `count`, all Ready and on `node`; they must also carry
+/// what `placed` checks.
+async fn wait_placed(
+    ns: &TestNamespace,
+    name: &str,
+    count: usize,
+    node_name: &str,
+    placed: impl Fn(&Pod) -> Result<(), String>,
+) -> Result<Vec<Pod>, Error> {
+    e2e::wait_for(
+        &format!("{name}: {count} Ready pods on {node_name}"),
+        CONVERGE,
+        || async {
+            let pods = node::pods_of(ns, name).await?;
+            let live: Vec<Pod> = pods
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .cloned()
+                .collect();
+            let done = pods.len() == count
+                && live.len() == count
+                && live
+                    .iter()
+                    .all(|p| e2e::pods::is_ready(p) && node::node_of(p) == Some(node_name));
+            if !done {
+                return Err(node::describe(&pods));
+            }
+            for pod in &live {
+                placed(pod).map_err(|e| format!("{}: {e}", pod.name_any()))?;
+            }
+            Ok(live)
+        },
+    )
+    .await
+}
+
+/// A Redis's placement reaches its pods on the real nodes: they run where `nodeSelector` says,
+/// carry the user's labels, annotations, toleration and priority class beside the operator's
+/// own labels, and move when the selector names another node (the pod spec hash covers it).
+#[tokio::test]
+async fn placement_puts_the_pods_where_the_spec_says_and_moves_them_when_it_changes()
+-> Result<(), Error> {
+    let _one_at_a_time = NODES.lock().await;
+    let (cluster, ns, _operator) = node::setup("placement").await?;
+    let real = node::require_real_node(&cluster).await?;
+    let names: Vec<String> = real.iter().map(ResourceExt::name_any).collect();
+    let [.., first, second] = names.as_slice() else {
+        return Err(failure(
+            "placement",
+            format!("needs 2 real nodes to move pods between, the bed has {names:?}"),
+        ));
+    };
+
+    // A PriorityClass of this test's own (cluster-scoped: named after the namespace).
+    let priority_name = format!("{}-priority", ns.name());
+    let priorities: Api<PriorityClass> = Api::all(cluster.client());
+    let class: PriorityClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": priority_name},
+        "value": 1000,
+        "description": "e2e placement test",
+    }))
+    .map_err(|e| failure("the PriorityClass", e.to_string()))?;
+    priorities
+        .create(&PostParams::default(), &class)
+        .await
+        .context("creating the PriorityClass")?;
+
+    let hostname =
+        |node: &str| BTreeMap::from([("kubernetes.io/hostname".to_owned(), node.to_owned())]);
+    let spec = RedisSpec {
+        replicas: Some(2),
+        image: Some(REDIS_IMAGE.into()),
+        node_selector: Some(hostname(first)),
+        pod_labels: Some(BTreeMap::from([("team".to_owned(), "payments".to_owned())])),
+        pod_annotations: Some(BTreeMap::from([(
+            "example.com/owner".to_owned(),
+            "cache-team".to_owned(),
+        )])),
+        tolerations: Some(vec![Toleration {
+            key: Some("example.com/dedicated".into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Toleration::default()
+        }]),
+        priority_class_name: Some(priority_name.clone()),
+        ..RedisSpec::default()
+    };
+    let redis: Api<Redis> = ns.api();
+    redis
+        .create(&PostParams::default(), &Redis::new(NAME, spec))
+        .await
+        .context("creating the Redis")?;
+
+    let placed = |pod: &Pod| -> Result<(), String> {
+        let labels = pod.labels();
+        if labels.get("team").map(String::as_str) != Some("payments") {
+            return Err(format!("labels {labels:?} lack team=payments"));
+        }
+        for (key, value) in api::pods::selector_labels(NAME) {
+            if labels.get(&key) != Some(&value) {
+                return Err(format!(
+                    "labels {labels:?} lack the operator's {key}={value}"
+                ));
+            }
+        }
+        let annotations = pod.annotations();
+        if annotations.get("example.com/owner").map(String::as_str) != Some("cache-team") {
+            return Err(format!(
+                "annotations {annotations:?} lack example.com/owner"
+            ));
+        }
+        let spec = pod.spec.as_ref().ok_or("no spec")?;
+        let tolerated = spec
+            .tolerations
+            .iter()
+            .flatten()
+            .any(|t| t.key.as_deref() == Some("example.com/dedicated"));
+        if !tolerated {
+            return Err(format!(
+                "tolerations {:?} lack example.com/dedicated",
+                spec.tolerations
+            ));
+        }
+        if spec.priority != Some(1000) {
+            return Err(format!(
+                "priority {:?} (class {:?}), not 1000",
+                spec.priority, spec.priority_class_name
+            ));
+        }
+        Ok(())
+    };
+    let pods = wait_placed(&ns, NAME, 2, first, placed).await?;
+    eprintln!("placement: {}", node::describe(&pods));
+
+    // A new selector moves the pods, one at a time, to the other node.
+    let patch = serde_json::json!({"spec": {"nodeSelector": hostname(second)}});
+    redis
+        .patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .context("changing the nodeSelector")?;
+    let moved = wait_placed(&ns, NAME, 2, second, placed).await?;
+    eprintln!("placement: moved: {}", node::describe(&moved));
+
+    redis
+        .delete(NAME, &DeleteParams::default())
+        .await
+        .context("deleting the Redis")?;
+    priorities
+        .delete(&priority_name, &DeleteParams::default())
+        .await
+        .context("deleting the PriorityClass")?;
+    Ok(())
 }
