@@ -9,6 +9,7 @@
 
 pub mod plan;
 pub mod status;
+pub mod written;
 
 use crate::Error;
 use crate::cached::CachedPod;
@@ -37,6 +38,8 @@ pub const POLL: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub struct State {
     unhealthy: Mutex<HashMap<String, (String, Instant)>>,
+    /// The role labels written, until the pod cache shows them.
+    labels: written::LabelWrites,
 }
 
 impl State {
@@ -66,6 +69,7 @@ impl State {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         map.remove(uid);
+        self.labels.forget(uid);
     }
 }
 
@@ -103,7 +107,8 @@ pub async fn apply(
         replication: redis.spec.replication(),
         had_primary: redis.status.as_ref().is_some_and(|s| s.primary.is_some()),
     };
-    let outcome = reconcile(&pass, owned).await?;
+    let owned = fresh(&pass, owned).await?;
+    let outcome = reconcile(&pass, &owned).await?;
     let reference = redis.object_ref(&());
     if let Some((reason, note)) = &outcome.decision.event {
         tracing::info!(redis = %redis.name_any(), reason, note, "replication");
@@ -150,6 +155,28 @@ pub struct Pass<'a> {
     pub replication: api::defaults::EffectiveReplication,
     /// `status.primary` is set: a primary was chosen before.
     pub had_primary: bool,
+}
+
+/// The pods, with those whose role label the cache does not show as last written read from
+/// the API server instead (see [`written`]); a pod that is gone is left out.
+async fn fresh(pass: &Pass<'_>, cached: &[Arc<CachedPod>]) -> Result<Vec<Arc<CachedPod>>, Error> {
+    let stale = pass.state.labels.unseen(pass.uid, cached);
+    if stale.is_empty() {
+        return Ok(cached.to_vec());
+    }
+    tracing::debug!(pods = ?stale, "the pod cache lags the last role labels: reading them");
+    let api: Api<Pod> = Api::namespaced(pass.client.clone(), pass.namespace);
+    let mut pods = Vec::with_capacity(cached.len());
+    for pod in cached {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        if !stale.iter().any(|s| s == name) {
+            pods.push(pod.clone());
+        } else if let Some(read) = api.get_opt(name).await.map_err(Error::Kube)? {
+            pods.push(Arc::new(CachedPod::from_pod(read)));
+        }
+    }
+    pass.state.labels.settled(pass.uid, &stale);
+    Ok(pods)
 }
 
 /// Observes every pod's redis-server, decides, and carries the steps out in order. A step that
@@ -350,8 +377,19 @@ async fn label(pass: &Pass<'_>, pod: &str, role: Option<Label>) -> Result<(), Er
     });
     let patch = serde_json::json!({"metadata": {"labels": {ROLE_LABEL: value}}});
     let pods: Api<Pod> = Api::namespaced(pass.client.clone(), pass.namespace);
-    pods.patch(pod, &PatchParams::default(), &Patch::Merge(&patch))
+    let patched = pods
+        .patch(pod, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map(drop)
-        .map_err(Error::Kube)
+        .map_err(Error::Kube)?;
+    if let Some(pod_uid) = patched.metadata.uid {
+        pass.state.labels.record(
+            pass.uid,
+            pod,
+            written::Written {
+                pod_uid,
+                role: value.map(str::to_owned),
+            },
+        );
+    }
+    Ok(())
 }
