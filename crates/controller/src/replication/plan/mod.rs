@@ -17,8 +17,9 @@
 //!    repoints the others, and moves the labels last (see `election::fail_over`). A labelled replica that
 //!    could not be read is waited for first, at most `failoverAfter` since the primary was lost:
 //!    it may hold acknowledged writes the others lack.
-//! 5. A healthy primary whose pod is about to go (scaled away or outdated) hands over first: a
-//!    switchover to an in-sync replica that stays, with writes paused until it has caught up.
+//! 5. A primary whose pod is about to go (scaled away or outdated) hands over first, Ready or
+//!    not, as long as it answers as the primary: a switchover to an in-sync replica that stays,
+//!    with writes paused until it has caught up.
 //! 6. A live master is labelled, not failed over (DESIGN §9.3): when the labelled primary is
 //!    unhealthy or absent and another server answers as a primary (an earlier pass promoted it,
 //!    and this pass's cache still shows the labels from before), that server gets the label and
@@ -83,6 +84,14 @@ fn with_primary(
     if healthy {
         return serving(primary, &others, settings);
     }
+    // Rule 5 also for a primary that is not Ready but still answers as one: its pod is about to
+    // be deleted, and a handover loses nothing where a failover after the deletion would have
+    // to cut and elect.
+    if matches!(primary.redis, Some(RedisRole::Primary { .. }))
+        && let Some(handover) = handover(primary, &others, settings)
+    {
+        return handover;
+    }
     // Rule 6: another server already answers as the primary (promoted by an earlier pass whose
     // label writes this pass's cache has not seen yet): it is labelled, never failed over.
     if let Some(master) = live_master(&others) {
@@ -142,54 +151,64 @@ fn with_primary(
     fail_over(Some(primary), live, all, settings, why)
 }
 
-/// Rule 3 (and 5): a healthy primary.
-fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decision {
-    let ip = primary.ip.as_deref().unwrap_or_default();
+/// Rule 5: a primary whose pod is about to go (scaled away or outdated) hands over to the most
+/// up-to-date in-sync replica that stays, if there is one.
+fn handover(primary: &Member, others: &[&Member], settings: &Settings) -> Option<Decision> {
+    let ip = primary.ip.as_deref()?;
     let port = settings.port;
     let leaving = !primary.current || primary.ordinal.is_none_or(|o| o >= settings.replicas);
-    if leaving
-        && let Some(heir) = others
-            .iter()
-            .filter(|m| {
-                m.ready
-                    && m.current
-                    && m.ordinal.is_some_and(|o| o < settings.replicas)
-                    && m.redis.as_ref().is_some_and(|r| {
-                        r.follows(ip, port) && matches!(r, RedisRole::Replica { link_up: true, .. })
-                    })
-            })
-            .max_by_key(|m| {
-                (
-                    m.redis.as_ref().map_or(0, RedisRole::offset),
-                    std::cmp::Reverse(m.ordinal),
-                )
-            })
-    {
-        return Decision {
-            steps: vec![Step::Switchover {
-                from: primary.name.clone(),
-                to: heir.name.clone(),
-            }],
-            primary: Some(heir.name.clone()),
-            health: Health::FailingOver(format!(
-                "primary {} is going away: handing over to {}",
-                primary.name, heir.name
-            )),
-            event: Some((
-                "PrimarySwitchedOver",
-                format!(
-                    "{} handed over to {} before being {}",
-                    primary.name,
-                    heir.name,
-                    if primary.current {
-                        "scaled away"
-                    } else {
-                        "replaced"
-                    }
-                ),
-            )),
-        };
+    if !leaving {
+        return None;
     }
+    let heir = others
+        .iter()
+        .filter(|m| {
+            m.ready
+                && m.current
+                && m.ordinal.is_some_and(|o| o < settings.replicas)
+                && m.redis.as_ref().is_some_and(|r| {
+                    r.follows(ip, port) && matches!(r, RedisRole::Replica { link_up: true, .. })
+                })
+        })
+        .max_by_key(|m| {
+            (
+                m.redis.as_ref().map_or(0, RedisRole::offset),
+                std::cmp::Reverse(m.ordinal),
+            )
+        })?;
+    Some(Decision {
+        steps: vec![Step::Switchover {
+            from: primary.name.clone(),
+            to: heir.name.clone(),
+        }],
+        primary: Some(heir.name.clone()),
+        health: Health::FailingOver(format!(
+            "primary {} is going away: handing over to {}",
+            primary.name, heir.name
+        )),
+        event: Some((
+            "PrimarySwitchedOver",
+            format!(
+                "{} handed over to {} before being {}",
+                primary.name,
+                heir.name,
+                if primary.current {
+                    "scaled away"
+                } else {
+                    "replaced"
+                }
+            ),
+        )),
+    })
+}
+
+/// Rule 3 (and 5): a healthy primary.
+fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decision {
+    if let Some(handover) = handover(primary, others, settings) {
+        return handover;
+    }
+    let ip = primary.ip.as_deref().unwrap_or_default();
+    let port = settings.port;
     let mut steps = Vec::new();
     let mut lagging = Vec::new();
     let links = match &primary.redis {

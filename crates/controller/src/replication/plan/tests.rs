@@ -466,6 +466,52 @@ fn an_outdated_primary_hands_over_only_to_a_current_replica() {
 }
 
 #[test]
+fn a_primary_due_for_replacement_hands_over_even_when_not_ready() {
+    // Outdated and not Ready (say its readiness probe times out under load), but it answers as
+    // the primary: the pods plan deletes a not-Ready outdated pod at once, so it hands over now
+    // rather than after failoverAfter, by which time its pod is gone.
+    let old = Member {
+        current: false,
+        ready: false,
+        ..primary(0, 100, &[1, 2])
+    };
+    let s = Settings {
+        primary_unhealthy_for: Some(Duration::ZERO),
+        ..settings(3)
+    };
+    let d = decide(&[old.clone(), replica(1, 0, 90), replica(2, 0, 100)], &s);
+    assert_eq!(
+        d.steps,
+        vec![Step::Switchover {
+            from: "r-0".into(),
+            to: "r-2".into()
+        }]
+    );
+    // Scaled away, not Ready: the same.
+    let scaled = Member {
+        ordinal: Some(3),
+        name: "r-3".into(),
+        ip: Some(ip(3)),
+        ..old.clone()
+    };
+    let d = decide(
+        &[replica(0, 3, 100), replica(1, 3, 100), scaled],
+        &Settings {
+            primary_unhealthy_for: Some(Duration::ZERO),
+            ..settings(2)
+        },
+    );
+    assert!(
+        matches!(d.steps.as_slice(), [Step::Switchover { from, .. }] if from == "r-3"),
+        "{d:?}"
+    );
+    // Not answering at all: nothing to hand over from; the failover rules wait.
+    let silent = Member { redis: None, ..old };
+    let d = decide(&[silent, replica(1, 0, 90), replica(2, 0, 100)], &s);
+    assert!(d.steps.is_empty(), "{d:?}");
+}
+
+#[test]
 fn terminating_pods_take_no_part() {
     let leaving = Member {
         terminating: true,
