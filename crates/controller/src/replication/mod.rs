@@ -106,6 +106,11 @@ pub async fn apply(
         password,
         replication: redis.spec.replication(),
         had_primary: redis.status.as_ref().is_some_and(|s| s.primary.is_some()),
+        last_primary: redis
+            .status
+            .as_ref()
+            .and_then(|s| s.primary.as_deref())
+            .and_then(|p| api::pods::ordinal(&redis.name_any(), p)),
     };
     let owned = fresh(&pass, owned).await?;
     let outcome = reconcile(&pass, &owned).await?;
@@ -155,6 +160,8 @@ pub struct Pass<'a> {
     pub replication: api::defaults::EffectiveReplication,
     /// `status.primary` is set: a primary was chosen before.
     pub had_primary: bool,
+    /// The ordinal `status.primary` names.
+    pub last_primary: Option<u32>,
 }
 
 /// The pods, with those whose role label the cache does not show as last written read from
@@ -210,6 +217,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         failover_after: pass.replication.failover_after,
         max_lag_seconds: i64::from(pass.replication.min_replicas_max_lag),
         had_primary: pass.had_primary,
+        last_primary: pass.last_primary,
     };
     let decision = plan::decide(&members, &settings);
 
@@ -253,7 +261,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
             .steps
             .iter()
             .any(|s| matches!(s, Step::Promote { .. } | Step::Switchover { .. }));
-        if promoted || now != Some(wanted) {
+        if guard_to_set(promoted, now, wanted) {
             server(pass, primary, ip)
                 .set_min_replicas(wanted.0, wanted.1)
                 .await?;
@@ -265,6 +273,14 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         decision,
         members,
     })
+}
+
+/// Whether the primary's write guard (`min-replicas-to-write`, `min-replicas-max-lag`: wanted
+/// and as last read, `now`) is to be set in this pass: after a promotion, or when the primary
+/// was read with other values. Not when it could not be read: it may be gone (a failover is
+/// due), and the error would end the pass and back the next one off, delaying the failover.
+fn guard_to_set(promoted: bool, now: Option<(i64, i64)>, wanted: (i64, i64)) -> bool {
+    promoted || now.is_some_and(|now| now != wanted)
 }
 
 fn server<'a>(pass: &Pass<'a>, pod: &'a str, ip: &'a str) -> Server<'a> {
@@ -392,4 +408,19 @@ async fn label(pass: &Pass<'_>, pod: &str, role: Option<Label>) -> Result<(), Er
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guard_to_set;
+
+    #[test]
+    fn an_unreadable_primary_is_not_written_to() {
+        // Its node stopped: writing the guard would fail the pass, and the error policy's
+        // backoff (1, 2, 4, 8 s) would push the failover far past failoverAfter.
+        assert!(!guard_to_set(false, None, (1, 10)));
+        assert!(!guard_to_set(false, Some((1, 10)), (1, 10)));
+        assert!(guard_to_set(false, Some((0, 10)), (1, 10)));
+        assert!(guard_to_set(true, None, (1, 10)));
+    }
 }
