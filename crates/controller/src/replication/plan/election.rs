@@ -24,6 +24,7 @@ pub(super) fn reelect(in_range: &[&Member], live: &[&Member], settings: &Setting
             (
                 m.keys > 0,
                 m.redis.as_ref().map_or(0, RedisRole::offset),
+                m.keys > 0 && m.ordinal.is_some() && m.ordinal == settings.last_primary,
                 m.keys,
                 std::cmp::Reverse(m.ordinal),
             )

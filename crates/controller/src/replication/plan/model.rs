@@ -93,4 +93,8 @@ pub struct Settings {
     pub max_lag_seconds: i64,
     /// A primary was ever chosen (`status.primary` is set): some pod may hold data.
     pub had_primary: bool,
+    /// The ordinal of the last primary chosen (`status.primary`): after every pod restarted
+    /// from its volume, it holds every write it acknowledged (a graceful stop flushes its
+    /// append-only file), where a replica's copy may lack the latest ones, deletions included.
+    pub last_primary: Option<u32>,
 }

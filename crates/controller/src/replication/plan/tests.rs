@@ -121,6 +121,7 @@ fn settings(replicas: u32) -> Settings {
         failover_after: Duration::from_secs(10),
         max_lag_seconds: 10,
         had_primary: false,
+        last_primary: None,
     }
 }
 
@@ -776,6 +777,27 @@ fn after_a_full_restart_the_pod_holding_the_most_is_elected() {
     labelled.redis = None;
     let d = decide(&[fenced(0), labelled, fenced(2)], &settings(3));
     assert_eq!(d.steps, vec![], "{d:?}");
+}
+
+#[test]
+fn after_a_full_restart_the_last_primary_is_elected_over_a_replica_holding_more_keys() {
+    // Storage, every pod deleted at once: the primary r-1 had deleted keys a lagging replica
+    // still holds. The append-only files give no replication offsets back, so key counts would
+    // elect r-2 and resurrect the deleted keys, and r-1's newest writes would be resynced away.
+    let mut s = settings(3);
+    s.had_primary = true;
+    s.last_primary = Some(1);
+    let d = decide(
+        &[reloaded(0, 0, 0), reloaded(1, 700, 0), reloaded(2, 900, 0)],
+        &s,
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"), "{d:?}");
+    // The last primary came back empty (its volume lost): the pod holding the most instead.
+    let d = decide(
+        &[reloaded(0, 0, 0), reloaded(1, 0, 0), reloaded(2, 900, 0)],
+        &s,
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-2"), "{d:?}");
 }
 
 #[test]
