@@ -2,13 +2,15 @@
 //! outlives its pod, scaled-down ordinals keep their claims (Retain) until they come back, and
 //! deleting the Redis keeps or deletes the claims as `retention.whenDeleted` says.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::Redis;
+use e2e::history::{History, Writer, lost_on};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -293,4 +295,113 @@ async fn sizes_grow_only_where_the_class_allows() -> Result<(), Error> {
         },
     )
     .await
+}
+
+/// DESIGN §3d.5: a Replication Redis on volumes whose primary moved off ordinal 0 (a failover),
+/// then every pod deleted at once, with writers doing `SET` + `WAIT 1` throughout. The pods come
+/// back from their volumes, a pod holding the data is elected (the last primary, not ordinal 0
+/// for being first), and every acknowledged write is on it.
+#[tokio::test]
+async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result<(), Error> {
+    const NAME: &str = "restarted";
+    const PASSWORD: &str = "full-restart-password";
+    let (_cluster, ns, _operator) = node::setup("storage-restart").await?;
+    node::create_password_secret(&ns, "restart-auth", PASSWORD).await?;
+    let redis: Redis = serde_json::from_value(json!({
+        "apiVersion": "myapp.tangx.in/v1",
+        "kind": "Redis",
+        "metadata": {"name": NAME},
+        "spec": {
+            "replicas": 3, "image": REDIS_IMAGE, "port": PORT, "mode": "Replication",
+            "replication": {"failoverAfter": "3s"},
+            "auth": {"secretRef": {"name": "restart-auth"}},
+            "storage": {"size": "64Mi", "appendOnly": true},
+        },
+    }))
+    .expect("a valid Redis");
+    ns.api::<Redis>()
+        .create(&PostParams::default(), &redis)
+        .await
+        .context("creating the Redis")?;
+    let first = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+
+    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let history = Arc::new(Mutex::new(History::default()));
+    let writers: Vec<Writer> = (0..2)
+        .map(|id| {
+            let password = Some(PASSWORD.to_owned());
+            Writer::start(id, service.clone(), PORT, password, history.clone())
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The primary moves off its first pod.
+    let pods: Api<Pod> = ns.api();
+    pods.delete(&first, &DeleteParams::default())
+        .await
+        .context(format!("deleting the primary {first}"))?;
+    let moved = node::wait_promoted(&ns, NAME, &first, CONVERGE).await?;
+    node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&first)).await?;
+    eprintln!("storage-restart: the primary moved from {first} to {moved}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Every pod at once.
+    let before: Vec<String> = node::pods_of(&ns, NAME)
+        .await
+        .map_err(|reason| Error::Process {
+            what: "listing the pods".into(),
+            reason,
+        })?
+        .iter()
+        .map(ResourceExt::uid)
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    pods.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels(&api::pods::selector_string(NAME)),
+    )
+    .await
+    .context("deleting every pod")?;
+    wait_for("every pod replaced", CONVERGE, || async {
+        let now = node::pods_of(&ns, NAME).await?;
+        let replaced = now.len() == 3
+            && now
+                .iter()
+                .all(|p| p.uid().is_some_and(|uid| !before.contains(&uid)));
+        if replaced {
+            Ok(())
+        } else {
+            Err(node::describe(&now))
+        }
+    })
+    .await?;
+    let elected = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    eprintln!("storage-restart: after the full restart, {elected} is the primary");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for writer in writers {
+        writer.stop().await;
+    }
+
+    let history = History::take(&history);
+    let primary = ns.api::<Pod>().get(&elected).await.context("the primary")?;
+    let ip = node::pod_ip(&primary).unwrap_or_default().to_owned();
+    let lost = lost_on(&ip, PORT, PASSWORD, &history.acks).await?;
+    eprintln!(
+        "storage-restart: {} writes acknowledged, {} not, {} lost",
+        history.acks.len(),
+        history.unacknowledged,
+        lost.len()
+    );
+    assert!(
+        history.acks.len() > 20,
+        "too few writes acknowledged to judge: {}",
+        history.acks.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged writes lost: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(20)]
+    );
+    Ok(())
 }
