@@ -2,8 +2,9 @@
 //! issue "Failover that never loses an acknowledged write"): two writers do unique-key `SET` +
 //! `WAIT 1` through the `<name>` Service and record every write with the pod that acknowledged
 //! it and when; a seeded random sequence of faults hits the primary, its whole node (stopped,
-//! frozen or cut off, then healed), the controller and the API server; a checker reads the whole
-//! history at the end.
+//! frozen or cut off, then healed), the controller (killed, starved, or its leadership handed to
+//! a standby mid-failover) and the API server; a checker reads the whole history at the end.
+//! The controllers run with leader election, as the chart runs them.
 //!
 //! Checked: every acknowledged key is on the final primary with its value; no two pods
 //! acknowledged writes as primary at overlapping times; the Redis is Ready with every member
@@ -38,6 +39,11 @@ const FAILOVER_AFTER: Duration = Duration::from_secs(3);
 /// CrashLoopBackOff): a long run kills one pod's redis-server often enough to reach that.
 const CONVERGE: Duration = Duration::from_secs(360);
 const DEFAULT_ROUNDS: usize = 4;
+/// The controllers' Lease. A leader exits once its renewals lapse for 3/4 of it, as a starved
+/// controller's or one facing a paused API server's do: long enough to outlast those faults (no
+/// supervisor here restarts a controller that exited); a killed leader's successor waits for
+/// it to expire.
+const LEASE_SECONDS: &str = "30";
 
 /// What a round does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,6 +65,10 @@ enum Fault {
     /// The primary's redis-server killed, then the controller stopped (SIGSTOP) for a few
     /// seconds: a starved controller.
     ControllerStarve,
+    /// A standby controller waits beside the leader; the primary's redis-server is killed, and
+    /// the leader goes mid-failover (SIGTERM, releasing its Lease, or SIGKILL, leaving the
+    /// standby to wait for the Lease to expire): the standby carries the failover on.
+    LeaderChange,
     /// The primary's redis-server killed, then kube-apiserver stopped (SIGSTOP) for a few
     /// seconds while the controller fails over.
     ApiServerPause,
@@ -82,7 +92,7 @@ impl Fault {
     }
 }
 
-const FAULTS: [Fault; 11] = [
+const FAULTS: [Fault; 12] = [
     Fault::PodForceDelete,
     Fault::PodGracefulDelete,
     Fault::ShutdownNosave,
@@ -90,6 +100,7 @@ const FAULTS: [Fault; 11] = [
     Fault::PrimaryFreeze,
     Fault::ControllerKill,
     Fault::ControllerStarve,
+    Fault::LeaderChange,
     Fault::ApiServerPause,
     Fault::NodeStop,
     Fault::NodeFreeze,
@@ -164,6 +175,14 @@ struct Bed {
 }
 
 impl Bed {
+    /// Another `--leader-elect` controller of the test's operator: it leads once the Lease is
+    /// free.
+    async fn start_controller(&mut self) -> Result<Controller, Error> {
+        self.controllers_started += 1;
+        let name = format!("redis-controller-{}", self.controllers_started);
+        Controller::start_elected(&self.ns, &self.operator.identity, &name, LEASE_SECONDS).await
+    }
+
     /// Applies `fault` to the current `primary`. Returns the node a node fault took, to heal
     /// once the failover happened.
     async fn inject(
@@ -221,12 +240,21 @@ impl Bed {
                 signal(pid, "KILL", primary).await?;
                 tokio::time::sleep(Duration::from_millis(rng.random_range(0..2500))).await;
                 self.operator.controller.process.kill();
-                self.controllers_started += 1;
-                let name = format!("redis-controller-{}", self.controllers_started);
-                let mut controller =
-                    Controller::start(&self.ns, &self.operator.identity, &name, &[]).await?;
-                controller.wait_ready(Duration::from_secs(60)).await?;
+                let mut controller = self.start_controller().await?;
+                controller.wait_leading(Duration::from_secs(60)).await?;
                 self.operator.controller = controller;
+            }
+            Fault::LeaderChange => {
+                let mut standby = self.start_controller().await?;
+                standby.wait_ready(Duration::from_secs(60)).await?;
+                let pid = redis_pid(&self.ns, primary).await?;
+                signal(pid, "KILL", primary).await?;
+                tokio::time::sleep(Duration::from_millis(rng.random_range(0..2500))).await;
+                let leader = self.operator.controller.process.pid();
+                let how = if rng.random_bool(0.5) { "TERM" } else { "KILL" };
+                signal(leader, how, "the leading controller").await?;
+                standby.wait_leading(Duration::from_secs(60)).await?;
+                self.operator.controller = standby;
             }
             Fault::ControllerStarve => {
                 let pid = redis_pid(&self.ns, primary).await?;
@@ -321,6 +349,11 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         operator,
         controllers_started: 0,
     };
+    // The controllers lead by a Lease, as the chart runs them.
+    bed.operator.controller.process.kill();
+    let mut leader = bed.start_controller().await?;
+    leader.wait_leading(CONVERGE).await?;
+    bed.operator.controller = leader;
 
     let mut injected: BTreeMap<Fault, u32> = BTreeMap::new();
     let mut outcome = Ok(());

@@ -831,17 +831,6 @@ fn audit_writes_by(cluster: &Cluster, user: &str) -> Option<Vec<String>> {
     )
 }
 
-/// `--leader-elect` with a Lease of `lease_seconds` in the test namespace.
-fn leader_election_args<'a>(ns: &'a TestNamespace, lease_seconds: &'a str) -> [&'a str; 5] {
-    [
-        "--leader-elect",
-        "--lease-namespace",
-        ns.name(),
-        "--lease-duration",
-        lease_seconds,
-    ]
-}
-
 /// Replaces the operator's plain controller with a `--leader-elect` one named `name` (a Lease
 /// of `lease_seconds`), the leader once this returns.
 async fn elected_leader(
@@ -851,8 +840,7 @@ async fn elected_leader(
     lease_seconds: &str,
 ) -> Result<Controller, Error> {
     operator.controller.process.kill();
-    let args = leader_election_args(ns, lease_seconds);
-    let mut leader = Controller::start(ns, &operator.identity, name, &args).await?;
+    let mut leader = Controller::start_elected(ns, &operator.identity, name, lease_seconds).await?;
     leader.wait_leading(CONVERGE).await?;
     Ok(leader)
 }
@@ -866,8 +854,9 @@ async fn elected_pair(
     lease_seconds: &str,
 ) -> Result<(Controller, Controller), Error> {
     let first = elected_leader(ns, operator, &format!("{name}-a"), lease_seconds).await?;
-    let args = leader_election_args(ns, lease_seconds);
-    let mut second = Controller::start(ns, &operator.identity, &format!("{name}-b"), &args).await?;
+    let mut second =
+        Controller::start_elected(ns, &operator.identity, &format!("{name}-b"), lease_seconds)
+            .await?;
     // A warm standby is ready (a Deployment of two shows 2/2), though it does not lead.
     second.wait_ready(CONVERGE).await?;
     Ok((first, second))

@@ -38,6 +38,24 @@ impl Controller {
         Ok(Controller { process, ops_port })
     }
 
+    /// A `--leader-elect` controller sharing a Lease of `lease_seconds` in the test namespace
+    /// with every other one started so.
+    pub async fn start_elected(
+        ns: &TestNamespace,
+        identity: &ControllerIdentity,
+        name: &str,
+        lease_seconds: &str,
+    ) -> Result<Self, Error> {
+        let args = [
+            "--leader-elect",
+            "--lease-namespace",
+            ns.name(),
+            "--lease-duration",
+            lease_seconds,
+        ];
+        Self::start(ns, identity, name, &args).await
+    }
+
     /// Waits until it leads: `redis_controller_leader` is 1 (with --leader-elect, the Lease is
     /// held; /readyz alone does not say so, since standbys are ready too).
     pub async fn wait_leading(&mut self, timeout: Duration) -> Result<(), Error> {
