@@ -189,12 +189,8 @@ async fn fresh(pass: &Pass<'_>, cached: &[Arc<CachedPod>]) -> Result<Vec<Arc<Cac
 /// Observes every pod's redis-server, decides, and carries the steps out in order. A step that
 /// fails ends the pass with the error; the next pass decides again from what is then true.
 pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outcome, Error> {
-    let observed = join_all(pods.iter().map(|pod| observe(pass, pod))).await;
-    let members: Vec<Member> = pods
-        .iter()
-        .zip(&observed)
-        .map(|(pod, seen)| member(pass, pod, seen))
-        .collect();
+    let mut observed = join_all(pods.iter().map(|pod| observe(pass, pod))).await;
+    let mut members = members(pass, pods, &observed);
 
     let labelled = members
         .iter()
@@ -219,30 +215,29 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         had_primary: pass.had_primary,
         last_primary: pass.last_primary,
     };
-    let decision = plan::decide(&members, &settings);
-
-    let ips: HashMap<&str, &str> = members
+    let ips: HashMap<&str, &str> = pods
         .iter()
-        .filter_map(|m| Some((m.name.as_str(), m.ip.as_deref()?)))
+        .filter_map(|p| Some((p.metadata.name.as_deref()?, p.ip()?)))
         .collect();
     let ip_of = |name: &str| ips.get(name).copied();
-    // The cut (fences) goes to every server at once, and one that fails does not hold back the
-    // others: the next pass reads them all again and cuts what is still on a stream.
-    let (fences, steps): (Vec<&Step>, Vec<&Step>) = decision
-        .steps
-        .iter()
-        .partition(|s| matches!(s, Step::Fence { .. }));
-    for (step, result) in fences
-        .iter()
-        .zip(join_all(fences.iter().map(|s| run_step(pass, s, &ips))).await)
-    {
-        if let Err(e) = result {
-            tracing::info!(?step, error = %e, "could not cut a redis-server off its stream");
-        }
+
+    let mut decision = plan::decide(&members, &settings);
+    if is_cut(&decision) {
+        // The cut is the first half of a failover; the promotion need not wait a whole pass
+        // (one that again waits out the timeout of a server that does not answer): the servers
+        // that answered are read again, with their offsets as cut, and the planner decides on.
+        run_steps(pass, &decision, &ips).await?;
+        observed = join_all(pods.iter().zip(observed).map(|(pod, seen)| async move {
+            match seen {
+                Seen::Read(_) => observe(pass, pod).await,
+                unread => unread,
+            }
+        }))
+        .await;
+        members = self::members(pass, pods, &observed);
+        decision = plan::decide(&members, &settings);
     }
-    for step in steps {
-        run_step(pass, step, &ips).await?;
-    }
+    run_steps(pass, &decision, &ips).await?;
 
     // The primary's write guard, live (no restart): set again after a promotion.
     if let Some(primary) = &decision.primary
@@ -273,6 +268,49 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         decision,
         members,
     })
+}
+
+/// Only the cut of a failover: every step a fence.
+fn is_cut(decision: &plan::Decision) -> bool {
+    !decision.steps.is_empty()
+        && decision
+            .steps
+            .iter()
+            .all(|s| matches!(s, Step::Fence { .. }))
+}
+
+/// Carries the steps out in order. The cut (fences) goes to every server at once, and one that
+/// fails does not hold back the others: the next decision reads them again and cuts what is
+/// still on a stream. Any other step that fails ends the pass.
+async fn run_steps(
+    pass: &Pass<'_>,
+    decision: &plan::Decision,
+    ips: &HashMap<&str, &str>,
+) -> Result<(), Error> {
+    let (fences, steps): (Vec<&Step>, Vec<&Step>) = decision
+        .steps
+        .iter()
+        .partition(|s| matches!(s, Step::Fence { .. }));
+    for (step, result) in fences
+        .iter()
+        .zip(join_all(fences.iter().map(|s| run_step(pass, s, ips))).await)
+    {
+        if let Err(e) = result {
+            tracing::info!(?step, error = %e, "could not cut a redis-server off its stream");
+        }
+    }
+    for step in steps {
+        run_step(pass, step, ips).await?;
+    }
+    Ok(())
+}
+
+/// The pods as the planner sees them, with what their redis-servers said.
+fn members(pass: &Pass<'_>, pods: &[Arc<CachedPod>], observed: &[Seen]) -> Vec<Member> {
+    pods.iter()
+        .zip(observed)
+        .map(|(pod, seen)| member(pass, pod, seen))
+        .collect()
 }
 
 /// Whether the primary's write guard (`min-replicas-to-write`, `min-replicas-max-lag`: wanted
