@@ -7,6 +7,7 @@
 //! - this module: the shell that observes every pod's redis-server (through
 //!   [`crate::redis_server`]), runs the steps in order, and says what it did in Events.
 
+pub mod clock;
 pub mod plan;
 pub mod status;
 pub mod written;
@@ -18,6 +19,7 @@ use crate::redis_server::info::RedisRole;
 use crate::redis_server::{self, Observed, Server};
 use api::Redis;
 use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
+use clock::PrimarySeen;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -27,48 +29,26 @@ use kube::{Client, Resource};
 use plan::{Label, Member, Settings, Step};
 pub use status::Outcome;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Redis state changes are no Kubernetes events: look again this often (failure detection).
 pub const POLL: Duration = Duration::from_secs(1);
 
-/// Since when each Redis's labelled primary has been seen unhealthy (by Redis uid). In memory: a
-/// new leader starts the clock again, which only delays a failover.
+/// What the replication step keeps between passes, by Redis uid. In memory: a new leader starts
+/// afresh, which only delays a failover.
 #[derive(Default)]
 pub struct State {
-    unhealthy: Mutex<HashMap<String, (String, Instant)>>,
+    /// How long each labelled primary has been unhealthy.
+    clocks: clock::FailoverClocks,
     /// The role labels written, until the pod cache shows them.
     labels: written::LabelWrites,
 }
 
 impl State {
-    /// How long `primary` of Redis `uid` has been unhealthy, counting from now if it just became.
-    fn unhealthy_for(&self, uid: &str, primary: Option<&str>, now: Instant) -> Option<Duration> {
-        let mut map = self
-            .unhealthy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let Some(primary) = primary else {
-            map.remove(uid);
-            return None;
-        };
-        match map.get(uid) {
-            Some((pod, since)) if pod == primary => Some(now.saturating_duration_since(*since)),
-            _ => {
-                map.insert(uid.to_owned(), (primary.to_owned(), now));
-                Some(Duration::ZERO)
-            }
-        }
-    }
-
     /// Forgets a Redis (deleted, or back to Standalone).
     pub fn forget(&self, uid: &str) {
-        let mut map = self
-            .unhealthy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        map.remove(uid);
+        self.clocks.forget(uid);
         self.labels.forget(uid);
     }
 }
@@ -197,19 +177,20 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         .find(|m| !m.terminating && m.label == Some(Label::Primary));
     // The clock of an unhealthy primary; with no primary at all (its pod gone), of that state
     // (keyed by an empty name), so a failover may wait a bounded time for an unread replica.
-    let labelled_unhealthy = match labelled {
-        Some(m) if m.ready && matches!(m.redis, Some(RedisRole::Primary { .. })) => None,
-        Some(m) => Some(m.name.as_str()),
-        None => Some(""),
+    let seen = match labelled {
+        Some(m) if m.ready && matches!(m.redis, Some(RedisRole::Primary { .. })) => {
+            PrimarySeen::Healthy(&m.name)
+        }
+        Some(m) => PrimarySeen::Unhealthy(&m.name),
+        None => PrimarySeen::Unhealthy(""),
     };
     let settings = Settings {
         replicas: pass.replicas,
         port: pass.port,
-        primary_unhealthy_for: pass.state.unhealthy_for(
-            pass.uid,
-            labelled_unhealthy,
-            Instant::now(),
-        ),
+        primary_unhealthy_for: pass
+            .state
+            .clocks
+            .unhealthy_for(pass.uid, seen, Instant::now()),
         failover_after: pass.replication.failover_after,
         max_lag_seconds: i64::from(pass.replication.min_replicas_max_lag),
         had_primary: pass.had_primary,

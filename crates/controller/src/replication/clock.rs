@@ -1,0 +1,161 @@
+//! How long a Redis's labelled primary has been unhealthy (DESIGN §3b rule 4: failover after
+//! `failoverAfter`). Counted, as Sentinel counts `down-after-milliseconds`, from the last pass
+//! that read it healthy, not from the first that found it not: that first read is the one that
+//! waited out a timeout, and counting from its end would add the timeout and a poll interval to
+//! every failover. A last healthy read older than [`LAST_HEALTHY_COUNTS_WITHIN`] (the controller
+//! was starved, the API server paused, leadership just taken) does not count: the clock then
+//! starts at the first unhealthy read. In memory: a new leader starts the clock again, which
+//! only delays a failover.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The longest gap between a healthy read and the next unhealthy one for the clock to start at
+/// the healthy read: passes come every [`super::POLL`] at rest, and the unhealthy read may wait
+/// out a 2 s response timeout.
+pub const LAST_HEALTHY_COUNTS_WITHIN: Duration = Duration::from_secs(6);
+
+/// What a pass saw of the labelled primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrimarySeen<'a> {
+    /// Ready and answering as the primary.
+    Healthy(&'a str),
+    /// Labelled but unhealthy; `""` when no pod carries the label.
+    Unhealthy(&'a str),
+}
+
+#[derive(Debug, Clone)]
+struct Clock {
+    pod: String,
+    /// When a pass last read it healthy.
+    healthy_at: Option<Instant>,
+    /// From when it counts as unhealthy.
+    unhealthy_since: Option<Instant>,
+}
+
+/// The clocks, by Redis uid.
+#[derive(Default)]
+pub struct FailoverClocks {
+    by_redis: Mutex<HashMap<String, Clock>>,
+}
+
+impl FailoverClocks {
+    /// How long the labelled primary of Redis `uid` has been unhealthy as of `now`; `None`
+    /// while it is healthy.
+    pub fn unhealthy_for(
+        &self,
+        uid: &str,
+        seen: PrimarySeen<'_>,
+        now: Instant,
+    ) -> Option<Duration> {
+        let mut map = self.by_redis.lock().unwrap_or_else(PoisonError::into_inner);
+        let pod = match seen {
+            PrimarySeen::Healthy(pod) => {
+                map.insert(
+                    uid.to_owned(),
+                    Clock {
+                        pod: pod.to_owned(),
+                        healthy_at: Some(now),
+                        unhealthy_since: None,
+                    },
+                );
+                return None;
+            }
+            PrimarySeen::Unhealthy(pod) => pod,
+        };
+        let since = match map.get(uid) {
+            Some(clock) if clock.pod == pod => match (clock.unhealthy_since, clock.healthy_at) {
+                (Some(since), _) => since,
+                (None, Some(healthy))
+                    if now.saturating_duration_since(healthy) <= LAST_HEALTHY_COUNTS_WITHIN =>
+                {
+                    healthy
+                }
+                (None, _) => now,
+            },
+            _ => now,
+        };
+        map.insert(
+            uid.to_owned(),
+            Clock {
+                pod: pod.to_owned(),
+                healthy_at: None,
+                unhealthy_since: Some(since),
+            },
+        );
+        Some(now.saturating_duration_since(since))
+    }
+
+    /// Forgets a Redis.
+    pub fn forget(&self, uid: &str) {
+        self.by_redis
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(uid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_clock_runs_from_the_last_healthy_read() {
+        let clocks = FailoverClocks::default();
+        let t0 = Instant::now();
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Healthy("r-0"), t0),
+            None
+        );
+        // The next pass waited out a 2 s timeout on it: 3.2 s since it was last seen healthy.
+        let first = t0 + S * 32 / 10;
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-0"), first),
+            Some(S * 32 / 10)
+        );
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-0"), t0 + S * 6),
+            Some(S * 6)
+        );
+        // Healthy again: the clock stops; unhealthy later, it runs from that healthy read.
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Healthy("r-0"), t0 + S * 7),
+            None
+        );
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-0"), t0 + S * 9),
+            Some(S * 2)
+        );
+    }
+
+    #[test]
+    fn an_old_healthy_read_or_another_pod_starts_the_clock_now() {
+        let clocks = FailoverClocks::default();
+        let t0 = Instant::now();
+        // The controller was starved for 20 s between the two reads: no failover on one read.
+        clocks.unhealthy_for("r", PrimarySeen::Healthy("r-0"), t0);
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-0"), t0 + S * 20),
+            Some(Duration::ZERO)
+        );
+        // Another pod labelled since: its own clock.
+        clocks.unhealthy_for("r", PrimarySeen::Healthy("r-0"), t0 + S * 21);
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-1"), t0 + S * 22),
+            Some(Duration::ZERO)
+        );
+        // Never seen before (a new leader): from now.
+        assert_eq!(
+            clocks.unhealthy_for("other", PrimarySeen::Unhealthy(""), t0),
+            Some(Duration::ZERO)
+        );
+        clocks.forget("r");
+        assert_eq!(
+            clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-1"), t0 + S * 30),
+            Some(Duration::ZERO)
+        );
+    }
+}
