@@ -3,18 +3,21 @@
 //! timeouts: one that does not answer in time counts as unreachable, and the pass goes on.
 //! [`info`] parses what a redis-server says about its part in replication (pure).
 
+mod capped;
 pub mod info;
 
 use crate::Error;
+use capped::Capped;
+pub use capped::MAX_REPLY_BYTES;
 use info::RedisRole;
 pub use info::{FENCE_HOST, FENCE_PORT};
 use redis::aio::MultiplexedConnection;
-use redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
-    RedisError,
-};
+use redis::{AsyncConnectionConfig, RedisConnectionInfo, RedisError};
 use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
 
+/// The TCP connect and the `AUTH` handshake together.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a switchover keeps the old primary's writes paused at most, and waits for the heir.
@@ -65,41 +68,53 @@ impl Server<'_> {
         }
     }
 
-    async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
+    /// A connection whose replies are capped at [`MAX_REPLY_BYTES`] in all, and each given
+    /// [`RESPONSE_TIMEOUT`].
+    async fn connect(&self) -> redis::RedisResult<Link> {
         let mut settings = RedisConnectionInfo::default();
         if let Some(password) = self.password {
             settings = settings.set_password(password);
         }
-        let info = ConnectionAddr::Tcp(self.ip.to_owned(), self.port)
-            .into_connection_info()?
-            .set_redis_settings(settings);
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT));
-        Client::open(info)?
-            .get_multiplexed_async_connection_with_config(&config)
+        let config = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+        let handshake = async {
+            let stream = TcpStream::connect((self.ip, self.port)).await?;
+            let stream = Capped::new(stream, MAX_REPLY_BYTES);
+            redis::aio::MultiplexedConnection::new_with_config(&settings, stream, config).await
+        };
+        let (con, driver) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
             .await
+            .map_err(|_| {
+                RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no connection and handshake within {CONNECT_TIMEOUT:?}"),
+                ))
+            })??;
+        Ok(Link {
+            con,
+            driver: tokio::spawn(driver),
+        })
     }
 
     /// Its role and settings; `Err` when it cannot be reached or answers something else.
     pub async fn observe(&self) -> Result<Observed, Error> {
-        let mut con = self.connect().await.map_err(|e| self.failed(e))?;
+        let mut link = self.connect().await.map_err(|e| self.failed(e))?;
+        let con = &mut link.con;
         let info: String = redis::cmd("INFO")
             .arg("replication")
-            .query_async(&mut con)
+            .query_async(con)
             .await
             .map_err(|e| self.failed(e))?;
         let role = RedisRole::parse(&info)
             .ok_or_else(|| self.refused("INFO replication said no role".to_owned()))?;
         let keyspace: String = redis::cmd("INFO")
             .arg("keyspace")
-            .query_async(&mut con)
+            .query_async(con)
             .await
             .map_err(|e| self.failed(e))?;
         let config: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
             .arg("min-replicas-*")
-            .query_async(&mut con)
+            .query_async(con)
             .await
             .map_err(|e| self.failed(e))?;
         let value = |name: &str| {
@@ -121,8 +136,8 @@ impl Server<'_> {
 
     /// Runs one command on a new connection; its reply is discarded.
     async fn run(&self, command: &redis::Cmd) -> redis::RedisResult<()> {
-        let mut con = self.connect().await?;
-        command.query_async(&mut con).await
+        let mut link = self.connect().await?;
+        command.query_async(&mut link.con).await
     }
 
     /// `REPLICAOF NO ONE`.
@@ -179,6 +194,19 @@ impl Server<'_> {
     }
 }
 
+/// A connection and the task that drives it, stopped with it: a server that never closes its
+/// side does not keep the task alive.
+struct Link {
+    con: MultiplexedConnection,
+    driver: JoinHandle<()>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
 /// A planned handover from `from` (a healthy primary) to `to` (its replica), DESIGN §9.4: writes
 /// on `from` are paused (the pause renewed while `to` catches up to `from`'s offset), `to` is
 /// promoted, `from` follows it, and only then does `move_label` run (the Services move) and the
@@ -195,8 +223,9 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<(), Error>>,
 {
-    let mut old = from.connect().await.map_err(|e| from.failed(e))?;
-    pause_writes(&from, &mut old).await?;
+    let mut old_link = from.connect().await.map_err(|e| from.failed(e))?;
+    let old = &mut old_link.con;
+    pause_writes(&from, old).await?;
     let caught_up = async {
         let target = match from.observe().await?.role {
             RedisRole::Primary { offset, .. } => offset,
@@ -212,18 +241,18 @@ where
             if tokio::time::Instant::now() >= deadline {
                 return Err(from.refused(format!("the heir did not reach offset {target} in time")));
             }
-            pause_writes(&from, &mut old).await?;
+            pause_writes(&from, old).await?;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
     .await;
     if let Err(e) = caught_up {
-        unpause_writes(&mut old).await;
+        unpause_writes(old).await;
         return Err(e);
     }
     if let Err(e) = to.promote().await {
         // Nothing changed hands: `from` is still the primary.
-        unpause_writes(&mut old).await;
+        unpause_writes(old).await;
         return Err(e);
     }
     // From here on `to` is a primary: `from` must not take another write.
@@ -233,7 +262,7 @@ where
     }
     let labelled = move_label().await;
     // A replica now: writes sent to it are refused, paused or not.
-    unpause_writes(&mut old).await;
+    unpause_writes(old).await;
     labelled
 }
 
