@@ -58,9 +58,6 @@ pub enum Error {
     #[error("could not listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
 
-    #[error("the metrics server failed: {0}")]
-    MetricsServer(#[source] std::io::Error),
-
     /// A call to a pod's redis-server failed: no answer in time, a refusal, or an error reply.
     #[error("redis-server of pod {pod}: {source}")]
     Redis {

@@ -206,9 +206,9 @@ async fn serve_operations(
         .map_err(|e| Error::Bind(addr, e))?;
     let not_ready = "not ready: the pod cache is syncing";
     let router = ops::operations_router(ready, not_ready, move || metrics.render());
-    Ok(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            tracing::error!(error = %Error::MetricsServer(e), "operations port stopped");
-        }
-    }))
+    Ok(tokio::spawn(ops::serve_operations(
+        listener,
+        router,
+        std::future::pending(),
+    )))
 }
