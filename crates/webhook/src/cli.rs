@@ -88,7 +88,7 @@ pub struct ServeArgs {
     /// Largest request body accepted (bytes); larger ones get 413. An UPDATE review carries the
     /// object twice; the API server caps a Redis's annotations at 256 KiB and its spec is a few
     /// fields, so real reviews stay far below 1 MiB. Memory grows with this times
-    /// --max-in-flight.
+    /// --max-in-flight, and --body-bytes-per-client is raised to it when below.
     #[arg(long, env = "REDIS_WEBHOOK_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
@@ -96,24 +96,47 @@ pub struct ServeArgs {
     #[arg(long, env = "REDIS_WEBHOOK_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
     pub max_connections: usize,
 
-    /// Reviews read and decided at once, over all connections.
+    /// Open connections per client address; past it a new one is closed at once, so one pod
+    /// flooding the port cannot take the places of the API server's connections.
+    #[arg(long, env = "REDIS_WEBHOOK_MAX_CONNECTIONS_PER_CLIENT", default_value_t = Limits::default().max_connections_per_client)]
+    pub max_connections_per_client: usize,
+
+    /// Reviews decided at once, over all connections (a review takes its place once its body
+    /// is read).
     #[arg(long, env = "REDIS_WEBHOOK_MAX_IN_FLIGHT", default_value_t = Limits::default().max_in_flight)]
     pub max_in_flight: usize,
+
+    /// Bytes of request bodies held while they are read, over all clients.
+    #[arg(long, env = "REDIS_WEBHOOK_BODY_BYTES_IN_FLIGHT", default_value_t = Limits::default().body_bytes_in_flight)]
+    pub body_bytes_in_flight: usize,
+
+    /// Bytes of request bodies one client address may hold while they are read.
+    #[arg(long, env = "REDIS_WEBHOOK_BODY_BYTES_PER_CLIENT", default_value_t = Limits::default().body_bytes_per_client)]
+    pub body_bytes_per_client: usize,
 
     /// HTTP/2 streams per connection.
     #[arg(long, env = "REDIS_WEBHOOK_MAX_CONCURRENT_STREAMS", default_value_t = Limits::default().max_concurrent_streams)]
     pub max_concurrent_streams: u32,
 
-    /// Time for the TLS handshake and (HTTP/1.1) a request's headers.
-    #[arg(long, env = "REDIS_WEBHOOK_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    /// Time for the TLS handshake.
+    #[arg(long, env = "REDIS_WEBHOOK_HANDSHAKE_TIMEOUT", default_value = "3s", value_parser = humantime::parse_duration)]
+    pub handshake_timeout: Duration,
+
+    /// Time for (HTTP/1.1) a request's line and headers.
+    #[arg(long, env = "REDIS_WEBHOOK_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub header_read_timeout: Duration,
+
+    /// Time for a request's body (408 after).
+    #[arg(long, env = "REDIS_WEBHOOK_BODY_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub body_timeout: Duration,
 
     /// A connection without a request for this long is closed.
     #[arg(long, env = "REDIS_WEBHOOK_IDLE_TIMEOUT", default_value = "90s", value_parser = humantime::parse_duration)]
     pub idle_timeout: Duration,
 
-    /// Time to receive a request's body and answer it (408 after).
-    #[arg(long, env = "REDIS_WEBHOOK_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    /// Time to receive a request and answer it (408 after); keep it at most the webhooks'
+    /// timeoutSeconds (the chart sets both from webhook.timeoutSeconds).
+    #[arg(long, env = "REDIS_WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
 
     /// How often the certificate files are checked for changes.
@@ -146,9 +169,14 @@ impl From<ServeArgs> for Config {
             shutdown_timeout: args.shutdown_timeout,
             limits: Limits {
                 max_connections: args.max_connections.max(1),
+                max_connections_per_client: args.max_connections_per_client.max(1),
                 max_in_flight: args.max_in_flight.max(1),
                 max_concurrent_streams: args.max_concurrent_streams.max(1),
+                handshake_timeout: args.handshake_timeout,
                 header_read_timeout: args.header_read_timeout,
+                body_timeout: args.body_timeout,
+                body_bytes_in_flight: args.body_bytes_in_flight,
+                body_bytes_per_client: args.body_bytes_per_client,
                 idle_timeout: args.idle_timeout,
                 request_timeout: args.request_timeout,
             },

@@ -24,6 +24,8 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("could not start a thread: {0}")]
+    Thread(#[source] std::io::Error),
     #[error("the metrics server failed: {0}")]
     MetricsServer(#[source] std::io::Error),
 }

@@ -3,6 +3,7 @@
 
 use crate::Error;
 use crate::admission::{self, Endpoint};
+use crate::loose::LooseReader;
 use crate::metrics::{Metrics, RequestLabels};
 use crate::tls::{self, CertReloader, ReloadingResolver};
 use api::Policy;
@@ -11,13 +12,15 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use kube::core::admission::Operation;
+use ops::clients::{ClientConnection, Clients};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,28 +28,43 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 
 /// What one client may take of the webhook, so that nobody inside the cluster can starve the
-/// API server's reviews (slowloris connections, stream floods, bodies at the limit).
+/// API server's reviews (slowloris connections, silent handshakes, trickled bodies, stream
+/// floods, bodies at the limit).
 ///
-/// Memory: at most `max_in_flight` bodies of up to `max_body_bytes` are read and decoded at once
-/// (a decoded review takes about twice its size), and each of `max_connections` connections
-/// buffers at most its HTTP/2 window; with the defaults that is well under the chart's 128 Mi.
+/// Memory: request bodies being read hold at most `body_bytes_in_flight` bytes, a client
+/// address at most `body_bytes_per_client` of them; at most `max_in_flight` bodies are decoded
+/// at once (a decoded review takes about twice its size), one of them at most by the loose
+/// reading that explains a bad review; each connection buffers at most its HTTP/2 window.
+/// With the defaults that stays under 64 MiB, half the chart's limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Open connections; more wait in the listen backlog until one closes.
     pub max_connections: usize,
-    /// Reviews being read and decided at once, over all connections.
+    /// Open connections per client address; past it a new one is closed at once. The API
+    /// server's connections come from its own addresses, not from the pods'.
+    pub max_connections_per_client: usize,
+    /// Reviews decided at once, over all connections (taken once the body is read).
     pub max_in_flight: usize,
     /// HTTP/2 streams per connection (hyper's default is 200).
     pub max_concurrent_streams: u32,
-    /// TLS handshake, and (HTTP/1.1) the request line and headers, must arrive within this.
+    /// The TLS handshake must end within this.
+    pub handshake_timeout: Duration,
+    /// (HTTP/1.1) A request's line and headers must arrive within this.
     pub header_read_timeout: Duration,
+    /// A request's body must arrive within this (408 after).
+    pub body_timeout: Duration,
+    /// Bytes of request bodies held while they are read, over all clients.
+    pub body_bytes_in_flight: usize,
+    /// Bytes of request bodies one client address may hold while they are read.
+    pub body_bytes_per_client: usize,
     /// A connection with no request in flight for this long is closed (HTTP/2: after a GOAWAY).
     pub idle_timeout: Duration,
-    /// Reading a request's body and answering it; a client that trickles its body gets 408.
+    /// Receiving a request and answering it; at most the registration's `timeoutSeconds`, after
+    /// which the API server has given up anyway.
     pub request_timeout: Duration,
 }
 
@@ -54,12 +72,17 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 128,
+            max_connections_per_client: 32,
             max_in_flight: 16,
             max_concurrent_streams: 16,
-            header_read_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(3),
+            header_read_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
+            body_bytes_in_flight: 16 * 1024 * 1024,
+            body_bytes_per_client: 4 * 1024 * 1024,
             idle_timeout: Duration::from_secs(90),
-            // kube-apiserver waits at most 30 s for a webhook (timeoutSeconds).
-            request_timeout: Duration::from_secs(30),
+            // The chart registers the webhooks with timeoutSeconds: 10.
+            request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -94,6 +117,8 @@ struct AppState {
     /// True while the TLS listener accepts with a loaded certificate; false again while draining.
     ready: Arc<AtomicBool>,
     max_body_bytes: usize,
+    /// The loose reading of the reviews the typed one refused, one at a time.
+    loose: LooseReader,
 }
 
 /// A webhook whose certificate is loaded and whose ports are bound, ready to `run`.
@@ -130,6 +155,7 @@ impl Webhook {
             metrics: Arc::new(Metrics::default()),
             ready: Arc::new(AtomicBool::new(false)),
             max_body_bytes: config.max_body_bytes,
+            loose: LooseReader::start(config.policy.clone())?,
         });
         Ok(Webhook {
             config,
@@ -176,11 +202,13 @@ impl Webhook {
         let reload = tokio::spawn(reloader.run(config.cert_reload_interval, state.metrics.clone()));
 
         let (stop_operations, operations_stopped) = tokio::sync::oneshot::channel::<()>();
-        let operations_server = axum::serve(operations, operations_router(&state))
-            .with_graceful_shutdown(async move {
+        let operations_task = tokio::spawn(ops::serve_operations(
+            operations,
+            operations_router(&state),
+            async move {
                 let _ = operations_stopped.await;
-            });
-        let operations_task = tokio::spawn(async move { operations_server.await });
+            },
+        ));
 
         state.ready.store(true, Ordering::SeqCst);
         tracing::info!(admission = %config.bind, operations = %config.ops_bind, "redis-webhook serving");
@@ -196,11 +224,9 @@ impl Webhook {
 
         reload.abort();
         let _ = stop_operations.send(());
-        match operations_task.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Error::MetricsServer(e)),
-            Err(e) => Err(Error::MetricsServer(std::io::Error::other(e))),
-        }
+        operations_task
+            .await
+            .map_err(|e| Error::MetricsServer(std::io::Error::other(e)))
     }
 }
 
@@ -215,6 +241,10 @@ async fn serve_admission(
     let limits = Arc::new(config.limits.clone());
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    // Budgets smaller than one body would hold such a body back for ever.
+    let per_client = limits.body_bytes_per_client.max(config.max_body_bytes);
+    let clients = Clients::new(limits.max_connections_per_client, per_client);
+    let body_bytes = Arc::new(Semaphore::new(limits.body_bytes_in_flight.max(per_client)));
     let (stop, stopping) = watch::channel(false);
     let builders = Arc::new(Builders::new(&limits));
     tokio::pin!(shutdown);
@@ -239,12 +269,21 @@ async fn serve_admission(
                 }
             },
         };
+        let Some(client) = clients.admit(peer.ip()) else {
+            tracing::debug!(%peer, "the client has its share of connections: closed");
+            continue;
+        };
         let connection = Connection {
             acceptor: acceptor.clone(),
             router: router.clone(),
             builders: builders.clone(),
             limits: limits.clone(),
             in_flight: in_flight.clone(),
+            bodies: BodyBudget {
+                client,
+                all: body_bytes.clone(),
+                max_body_bytes: config.max_body_bytes,
+            },
             stopping: stopping.clone(),
         };
         tokio::spawn(async move {
@@ -307,6 +346,7 @@ struct Connection {
     builders: Arc<Builders>,
     limits: Arc<Limits>,
     in_flight: Arc<Semaphore>,
+    bodies: BodyBudget,
     stopping: watch::Receiver<bool>,
 }
 
@@ -318,10 +358,11 @@ impl Connection {
             builders,
             limits,
             in_flight,
+            bodies,
             mut stopping,
         } = self;
         let tls =
-            match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream)).await {
+            match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(stream)).await {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
@@ -335,7 +376,8 @@ impl Connection {
             inner: TowerToHyperService::new(router),
             activity: activity.clone(),
             in_flight,
-            request_timeout: limits.request_timeout,
+            bodies: Arc::new(bodies),
+            limits: limits.clone(),
         };
         let connection = builder.serve_connection(TokioIo::new(tls), service);
         tokio::pin!(connection);
@@ -417,14 +459,17 @@ impl Drop for InFlight {
     }
 }
 
-/// The admission router behind the per-request limits: one of `max_in_flight` slots, and the
-/// request timeout over waiting for it, reading the body and answering.
+/// The admission router behind the per-request limits: the body read first, within the body
+/// timeout and paid for byte by byte from the client's and the webhook's budgets; then one of
+/// `max_in_flight` slots to decide it; the request timeout over all of it. A client trickling
+/// its body holds its own budget, never a slot a real review needs.
 #[derive(Clone)]
 struct Reviews {
     inner: TowerToHyperService<Router>,
     activity: Arc<Activity>,
     in_flight: Arc<Semaphore>,
-    request_timeout: Duration,
+    bodies: Arc<BodyBudget>,
+    limits: Arc<Limits>,
 }
 
 impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Reviews {
@@ -434,26 +479,123 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Reviews 
 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
         let marker = InFlight::new(self.activity.clone());
-        let in_flight = self.in_flight.clone();
-        let timeout = self.request_timeout;
-        let answer = self.inner.call(request);
+        let reviews = self.clone();
         Box::pin(async move {
-            let answered = tokio::time::timeout(timeout, async move {
-                let _slot = in_flight.acquire_owned().await;
-                answer.await
-            })
-            .await;
+            let timeout = reviews.limits.request_timeout;
+            let answered = tokio::time::timeout(timeout, reviews.answer(request)).await;
             drop(marker);
-            Ok(match answered {
-                Ok(Ok(response)) => response,
-                Ok(Err(never)) => match never {},
-                Err(_) => (
+            Ok(answered.unwrap_or_else(|_| {
+                (
                     StatusCode::REQUEST_TIMEOUT,
                     format!("the request was not received and answered within {timeout:?}"),
                 )
-                    .into_response(),
-            })
+                    .into_response()
+            }))
         })
+    }
+}
+
+impl Reviews {
+    async fn answer(self, request: hyper::Request<hyper::body::Incoming>) -> Response {
+        let (parts, body) = request.into_parts();
+        let read = tokio::time::timeout(
+            self.limits.body_timeout,
+            self.bodies.read(&parts.headers, body),
+        )
+        .await;
+        let (bytes, _held) = match read {
+            Ok(Ok(read)) => read,
+            Ok(Err(refusal)) => return refusal.into_response(),
+            Err(_) => {
+                return (
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body was not received within {:?}",
+                        self.limits.body_timeout
+                    ),
+                )
+                    .into_response();
+            }
+        };
+        let Ok(_slot) = self.in_flight.acquire_owned().await else {
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        };
+        let request = hyper::Request::from_parts(parts, axum::body::Body::from(bytes));
+        match hyper::service::Service::call(&self.inner, request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// What request bodies may hold while they are read: at most `max_body_bytes` each, paid for
+/// from the client address's budget and from the webhook's.
+struct BodyBudget {
+    client: ClientConnection,
+    all: Arc<Semaphore>,
+    max_body_bytes: usize,
+}
+
+/// Why a body was not read.
+enum BodyRefusal {
+    TooLarge(usize),
+    Broken(hyper::Error),
+}
+
+impl IntoResponse for BodyRefusal {
+    fn into_response(self) -> Response {
+        match self {
+            BodyRefusal::TooLarge(max) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body exceeds the limit of {max} bytes (--max-body-bytes)"),
+            )
+                .into_response(),
+            BodyRefusal::Broken(e) => (
+                StatusCode::BAD_REQUEST,
+                format!("the request body could not be read: {e}"),
+            )
+                .into_response(),
+        }
+    }
+}
+
+impl BodyBudget {
+    /// The whole body, and the budget it holds until the review is answered.
+    async fn read(
+        &self,
+        headers: &axum::http::HeaderMap,
+        mut body: hyper::body::Incoming,
+    ) -> Result<(Bytes, Vec<OwnedSemaphorePermit>), BodyRefusal> {
+        let max = self.max_body_bytes;
+        let declared = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+        if declared.is_some_and(|length| length > max) {
+            return Err(BodyRefusal::TooLarge(max));
+        }
+        // Sized once from Content-Length (pages are only touched as the body arrives).
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(64 * 1024).min(max));
+        let mut held = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(chunk) = frame.map_err(BodyRefusal::Broken)?.into_data() else {
+                // Trailers: nothing a review carries.
+                continue;
+            };
+            if bytes.len() + chunk.len() > max {
+                return Err(BodyRefusal::TooLarge(max));
+            }
+            // Each chunk is at most `max`, and both budgets are at least that (`serve_admission`).
+            let size = u32::try_from(chunk.len()).map_err(|_| BodyRefusal::TooLarge(max))?;
+            if size > 0 {
+                for budget in [&self.client.bytes, &self.all] {
+                    if let Ok(permit) = budget.clone().acquire_many_owned(size).await {
+                        held.push(permit);
+                    }
+                }
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok((Bytes::from(bytes), held))
     }
 }
 
@@ -479,18 +621,22 @@ async fn mutate(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    handle(Endpoint::Mutate, &state, body)
+    handle(Endpoint::Mutate, &state, body).await
 }
 
 async fn validate(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    handle(Endpoint::Validate, &state, body)
+    handle(Endpoint::Validate, &state, body).await
 }
 
 /// Reads, decides and answers one review, recording metrics and a log line.
-fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejection>) -> Response {
+async fn handle(
+    endpoint: Endpoint,
+    state: &AppState,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let started = Instant::now();
     let (response, operation, result) = match body {
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -509,8 +655,17 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
             "none",
             "bad_request",
         ),
-        Ok(bytes) => match admission::respond(endpoint, &state.policy, &bytes) {
-            Ok(admission::Responded { answer, body }) => {
+        Ok(bytes) => match respond(endpoint, state, bytes).await {
+            None => (
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the webhook's loose reading of reviews stopped",
+                )
+                    .into_response(),
+                "none",
+                "unavailable",
+            ),
+            Some(Ok(admission::Responded { answer, body })) => {
                 let operation = operation_label(&answer.operation);
                 let result = answer.outcome.as_str();
                 let denied = answer.outcome == admission::Outcome::Denied;
@@ -527,7 +682,7 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
                 };
                 (response, operation, result)
             }
-            Err(bad) => {
+            Some(Err(bad)) => {
                 tracing::warn!(endpoint = endpoint.as_str(), error = %bad, "bad admission request");
                 (
                     (StatusCode::BAD_REQUEST, bad.to_string()).into_response(),
@@ -547,6 +702,18 @@ fn handle(endpoint: Endpoint, state: &AppState, body: Result<Bytes, BytesRejecti
         .metrics
         .observe_duration(endpoint_label, started.elapsed().as_secs_f64());
     response
+}
+
+/// The answer by the typed reading, or else by the loose one (`None`: its thread is gone).
+async fn respond(
+    endpoint: Endpoint,
+    state: &AppState,
+    body: Bytes,
+) -> Option<Result<admission::Responded, admission::BadReview>> {
+    if let Some(responded) = admission::respond_typed(endpoint, &state.policy, &body) {
+        return Some(Ok(responded));
+    }
+    state.loose.respond(endpoint, body).await
 }
 
 fn operation_label(operation: &Operation) -> &'static str {

@@ -225,3 +225,92 @@ async fn a_stream_flood_leaves_reviews_answered_and_memory_bounded() {
         grown / (1024 * 1024)
     );
 }
+
+/// The registration's `timeoutSeconds` (the chart's 10): a review the API server waited longer
+/// for has failed, whatever the webhook answers after.
+const API_SERVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A TCP connection from `source` (another loopback address: another pod).
+async fn connect_from(source: [u8; 4], to: std::net::SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((std::net::Ipv4Addr::from(source), 0).into())?;
+    socket.connect(to).await
+}
+
+/// One attacking connection: silent before the TLS handshake, silent after it, or trickling a
+/// request body a byte every 2 s, as long as the server keeps it.
+async fn attack(
+    kind: usize,
+    running_addr: std::net::SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+) {
+    let Ok(mut tcp) = connect_from(ATTACKER, running_addr).await else {
+        return;
+    };
+    if kind.is_multiple_of(3) {
+        let _ = tcp.read(&mut [0_u8; 16]).await;
+        return;
+    }
+    let name = ServerName::try_from("localhost").expect("name");
+    let Ok(mut tls) = TlsConnector::from(config).connect(name, tcp).await else {
+        return;
+    };
+    if kind % 3 == 1 {
+        let _ = tls.read(&mut [0_u8; 16]).await;
+        return;
+    }
+    let head = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
+    if tls.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    loop {
+        if tls.write_all(b" ").await.is_err() || tls.flush().await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// Where the attacking connections come from.
+const ATTACKER: [u8; 4] = [127, 0, 0, 2];
+
+#[tokio::test]
+async fn slow_and_silent_connections_from_a_pod_leave_the_api_servers_reviews_answered() {
+    const ATTACKS: usize = 450;
+    const REVIEWS: usize = 20;
+    // The shipped limits, unchanged.
+    let defaults = shipped();
+    let running = common::start_with(|c| {
+        c.max_body_bytes = defaults.max_body_bytes;
+        c.limits = defaults.limits;
+    })
+    .await;
+    let config = tls_config(&running, &[b"http/1.1"]);
+    let attacks: Vec<_> = (0..ATTACKS)
+        .map(|kind| tokio::spawn(attack(kind, running.addr, config.clone())))
+        .collect();
+    // Let the attack take hold before the reviews come.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // The API server (another address) sends reviews, each on a new connection; each must be
+    // answered before the API server gives up on it.
+    for i in 0..REVIEWS {
+        let answered = tokio::time::timeout(API_SERVER_TIMEOUT, async {
+            let (mut sender, _) = connect(running.addr, tls_config(&running, &[]))
+                .await
+                .map_err(|e| format!("connecting: {e}"))?;
+            post_on(&mut sender, "/validate", valid_review()).await
+        })
+        .await;
+        match answered {
+            Ok(Ok((status, _))) => assert_eq!(status, StatusCode::OK, "review {i}"),
+            Ok(Err(e)) => panic!("review {i} failed during the attack: {e}"),
+            Err(_) => panic!(
+                "review {i} was not answered within the API server's {API_SERVER_TIMEOUT:?} during the attack"
+            ),
+        }
+    }
+    for attack in attacks {
+        attack.abort();
+    }
+}

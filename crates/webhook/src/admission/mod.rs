@@ -22,7 +22,7 @@ mod wire;
 
 use mutate::{SerializedPatch, mutate};
 pub use read::BadReview;
-use read::{Gvk, Gvr, Review, read};
+use read::{Gvk, Gvr, Review, read, read_typed};
 use std::borrow::Cow;
 use std::sync::Arc;
 use validate::{validate, validate_scale};
@@ -107,9 +107,21 @@ pub struct Responded {
 
 /// What the server does with a request body: [`answer`] it and write the answer's wire form.
 pub fn respond(endpoint: Endpoint, policy: &Policy, body: &[u8]) -> Result<Responded, BadReview> {
-    let answer = answer(endpoint, policy, body)?;
-    let body = answer.to_json();
-    Ok(Responded { answer, body })
+    Ok(Responded::from(answer(endpoint, policy, body)?))
+}
+
+/// [`respond`] when the typed reading takes the body, as it takes every review the API server
+/// sends of a Redis that decodes; `None` leaves the body to the loose reading, which explains
+/// what is wrong but builds the whole object as a tree: for some bodies 35 times their size.
+pub fn respond_typed(endpoint: Endpoint, policy: &Policy, body: &[u8]) -> Option<Responded> {
+    read_typed(body).map(|review| Responded::from(judge(endpoint, policy, review)))
+}
+
+impl From<Answer> for Responded {
+    fn from(answer: Answer) -> Self {
+        let body = answer.to_json();
+        Responded { answer, body }
+    }
 }
 
 /// Decode `body` as an AdmissionReview and answer it for `endpoint` under `policy`.

@@ -270,6 +270,14 @@ impl<'a> Review<'a> {
 }
 
 pub(super) fn read(body: &[u8]) -> Result<Review<'_>, BadReview> {
+    match read_typed(body) {
+        Some(review) => Ok(review),
+        None => diagnose(body).map(|request| Review::new(request, reviewed)),
+    }
+}
+
+/// The typed reading alone: borrows from the body and builds nothing it does not need.
+pub(super) fn read_typed(body: &[u8]) -> Option<Review<'_>> {
     // UTF-8 checked once for the whole body, rather than string by string: a body that is not
     // UTF-8 is not JSON, and the loose reading says so.
     if let Ok(text) = std::str::from_utf8(body)
@@ -282,7 +290,7 @@ pub(super) fn read(body: &[u8]) -> Result<Review<'_>, BadReview> {
         && kind == REVIEW_KIND
     {
         // What kube's own conversion from a review does: the answer carries the review's type.
-        return Ok(Review::typed(
+        return Some(Review::typed(
             TypeMeta {
                 api_version: api_version.into_owned(),
                 kind: kind.into_owned(),
@@ -290,7 +298,7 @@ pub(super) fn read(body: &[u8]) -> Result<Review<'_>, BadReview> {
             request,
         ));
     }
-    diagnose(body).map(|request| Review::new(request, reviewed))
+    None
 }
 
 /// The loose reading, for bodies the typed pass refused: an object that is not a valid Redis
