@@ -230,7 +230,7 @@ fn helm_lint_passes_in_every_certificate_mode() -> Result<(), Error> {
         "certs.mode=cert-manager",
         "certs.mode=secret,certs.secret.name=tls,certs.secret.caBundle=Cg==",
         "crds.templated=true",
-        "webhook.networkPolicy.enabled=true",
+        "webhook.networkPolicy.enabled=false",
         "controller.watchNamespace=apps",
     ] {
         run(
