@@ -12,6 +12,9 @@
 # to /mutate (empty spec: four defaults to add), and a realistic ~7 KiB UPDATE (object and
 # oldObject with managedFields, labels, a last-applied-configuration, status) to both.
 # Also each server's peak RSS under load and its time from exec to ready.
+# An attack round (issue #21): the same reviews to both webhooks while ATTACK_CONNECTIONS (1000)
+# slow and silent connections come from another loopback address, as from a pod
+# (hack/bench/attack.py): the reviews' p99 and failures, and the webhook's peak RSS under attack.
 # Prints figures; asserts nothing about them. Load stays on 127.0.0.1 and is bounded in time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -157,6 +160,47 @@ printf '%-34s %18s %14s\n' "redis-webhook" "$webhook_rss" "$webhook_ready_ms"
 printf '%-34s %18s %14s\n' "controller-runtime-webhook" "$cr_rss" "$cr_ready_ms"
 printf 'RSS ratio redis-webhook / controller-runtime: %sx; redis-webhook / bare: %sx\n' \
   "$(ratio "$webhook_rss" "$cr_rss")" "$(ratio "$webhook_rss" "$bare_rss")"
+
+# The attack round: reviews from 127.0.0.1 (the API server) while 127.0.0.2 (a pod) attacks.
+attack_connections=${ATTACK_CONNECTIONS:-1000}
+attack_seconds=$(( ${duration%s} + 4 ))
+ulimit -n 65536 2>/dev/null || true
+# Normal traffic, not saturation: ATTACK_RATE reviews/s (the p99 of a saturated server is its queue).
+attack_rate=${ATTACK_RATE:-500}
+load_counting() { # load_counting URL BODY -> "rps p50_ms p99_ms failed"
+  taskset -c "$load_cpus" "$oha" --no-tui --output-format json -z "$duration" -c "$connections" -q "$attack_rate" --insecure \
+    -m POST -T application/json -D "$2" "$1" >"$work/out.json"
+  python3 - "$work/out.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+codes = r.get("statusCodeDistribution", {})
+ok = codes.get("200", 0)
+errors = sum(r.get("errorDistribution", {}).values())
+failed = sum(v for k, v in codes.items() if k != "200") + errors
+p = r["latencyPercentiles"]
+print(f'{r["summary"]["requestsPerSec"]:.0f} {p["p50"]*1000:.3f} {p["p99"]*1000:.3f} {failed}')
+PY
+}
+echo
+echo ">> attack: $attack_connections slow and silent connections from 127.0.0.2 (silent TCP, silent after TLS,"
+echo "   trickled headers, trickled body) while $connections connections from 127.0.0.1 send $attack_rate /validate CREATE/s"
+echo "   for $duration; first the same without the attack"
+printf '%-34s %-8s %10s %9s %9s %8s %18s %16s\n' "target" "attack" "reviews/s" "p50 ms" "p99 ms" "failed" "peak RSS (MiB)" "attack opened"
+for t in ours:$port:$webhook_pid:redis-webhook cr:$cr_port:$cr_pid:controller-runtime; do
+  IFS=: read -r key target_port target_pid label <<<"$t"
+  echo 5 >"/proc/$target_pid/clear_refs" 2>/dev/null || true
+  read -r a_rps a_p50 a_p99 a_failed < <(load_counting "https://127.0.0.1:$target_port/validate" "$work/reviews/validate.json")
+  printf '%-34s %-8s %10s %9s %9s %8s %18s %16s\n' "$label /validate" "none" "$a_rps" "$a_p50" "$a_p99" "$a_failed" "$(rss_mib "$target_pid")" "-"
+  echo 5 >"/proc/$target_pid/clear_refs" 2>/dev/null || true
+  taskset -c "$load_cpus" python3 hack/bench/attack.py 127.0.0.1 "$target_port" "$attack_connections" "$attack_seconds" \
+    >"$work/attack-$key.out" &
+  attack_pid=$!
+  sleep 3
+  read -r a_rps a_p50 a_p99 a_failed < <(load_counting "https://127.0.0.1:$target_port/validate" "$work/reviews/validate.json")
+  wait "$attack_pid" || true
+  read -r opened _closed <"$work/attack-$key.out" || opened=-
+  printf '%-34s %-8s %10s %9s %9s %8s %18s %16s\n' "$label /validate" "$attack_connections" "$a_rps" "$a_p50" "$a_p99" "$a_failed" "$(rss_mib "$target_pid")" "$opened"
+done
 
 printf '\nrounds (reviews/s):\n'
 for run in "${runs[@]}"; do
