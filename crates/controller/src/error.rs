@@ -17,6 +17,10 @@ pub enum Error {
     #[error("pod {0} exists and is not controlled by this Redis; delete or rename it")]
     PodNameConflict(String),
 
+    /// A Service or PodDisruptionBudget the Redis needs has a name another object holds.
+    #[error("{kind} {name} exists and is not controlled by this Redis; delete or rename it")]
+    NameConflict { kind: String, name: String },
+
     #[error("{kind} {name}: {source}")]
     Child {
         kind: String,
@@ -89,6 +93,7 @@ impl Error {
             Error::Child { .. } => "child",
             Error::PodsRemaining(_) => "pods_remaining",
             Error::PodNameConflict(_) => "pod_name_conflict",
+            Error::NameConflict { .. } => "name_conflict",
             Error::IncompleteObject(_) => "incomplete_object",
             Error::Redis { .. } | Error::RedisState { .. } => "redis",
             _ => "other",

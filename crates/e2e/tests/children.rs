@@ -353,3 +353,129 @@ async fn a_mode_switch_adds_and_removes_the_role_services() -> Result<(), Error>
     .await?;
     Ok(())
 }
+
+/// A Redis named like a Service and a PodDisruptionBudget that someone else made (a Helm
+/// release's `web`) takes neither over (DESIGN §3i.2): their selectors stay, no owner reference
+/// is added, the Redis says `NameConflict` naming the Service in its Ready condition, and
+/// deleting the Redis leaves both in place.
+#[tokio::test]
+async fn a_redis_never_takes_over_a_service_or_pdb_it_does_not_own() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("children-foreign").await?;
+    let foreign_selector =
+        std::collections::BTreeMap::from([("app".to_owned(), "web-frontend".to_owned())]);
+    let services: Api<Service> = ns.api();
+    let foreign_service = Service {
+        metadata: kube::api::ObjectMeta {
+            name: Some("web".into()),
+            labels: Some(std::collections::BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_owned(),
+                "Helm".to_owned(),
+            )])),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::core::v1::ServiceSpec {
+            selector: Some(foreign_selector.clone()),
+            ports: Some(vec![k8s_openapi::api::core::v1::ServicePort {
+                port: 80,
+                target_port: Some(IntOrString::Int(8080)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let foreign_service = services
+        .create(&PostParams::default(), &foreign_service)
+        .await
+        .context("creating the foreign Service web")?;
+    let pdbs: Api<PodDisruptionBudget> = ns.api();
+    let foreign_pdb = PodDisruptionBudget {
+        metadata: kube::api::ObjectMeta {
+            name: Some("web".into()),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
+            min_available: Some(IntOrString::Int(1)),
+            selector: Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                    match_labels: Some(foreign_selector.clone()),
+                    ..Default::default()
+                },
+            ),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let foreign_pdb = pdbs
+        .create(&PostParams::default(), &foreign_pdb)
+        .await
+        .context("creating the foreign PodDisruptionBudget web")?;
+
+    create_redis(&ns, "web", 1, 6379).await?;
+    wait_ready_pods(&ns, "web", 1).await?;
+    let redises: Api<Redis> = ns.api();
+    let message = wait_for(
+        "Redis web: Ready False, reason NameConflict",
+        CONVERGE,
+        || async {
+            let redis = redises.get("web").await.map_err(seen)?;
+            let ready = redis
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .cloned();
+            match ready {
+                Some(c) if c.status == "False" && c.reason == "NameConflict" => Ok(c.message),
+                other => Err(format!("Ready is {other:?}")),
+            }
+        },
+    )
+    .await?;
+    assert!(message.contains("Service web"), "{message}");
+    assert!(message.contains("PodDisruptionBudget web"), "{message}");
+
+    let unchanged = |service: &Service, pdb: &PodDisruptionBudget| {
+        assert_eq!(
+            service.spec.as_ref().and_then(|s| s.selector.clone()),
+            Some(foreign_selector.clone()),
+            "the Service's selector"
+        );
+        assert!(service.owner_references().is_empty(), "{service:?}");
+        assert_eq!(
+            service.resource_version(),
+            foreign_service.resource_version(),
+            "the Service was written"
+        );
+        assert!(pdb.owner_references().is_empty(), "{pdb:?}");
+        assert_eq!(
+            pdb.resource_version(),
+            foreign_pdb.resource_version(),
+            "the PodDisruptionBudget was written"
+        );
+    };
+    unchanged(
+        &services.get("web").await.context("reading Service web")?,
+        &pdbs.get("web").await.context("reading PDB web")?,
+    );
+
+    redises
+        .delete("web", &DeleteParams::default())
+        .await
+        .context("deleting Redis web")?;
+    wait_for("Redis web gone", CONVERGE, || async {
+        match redises.get_opt("web").await.map_err(seen)? {
+            None => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await?;
+    // The garbage collector had nothing of the Redis's to follow into them.
+    unchanged(
+        &services
+            .get("web")
+            .await
+            .context("Service web after the Redis")?,
+        &pdbs.get("web").await.context("PDB web after the Redis")?,
+    );
+    Ok(())
+}

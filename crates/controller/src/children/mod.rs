@@ -13,14 +13,20 @@
 //! object with the watch cache's copy and writes (server-side apply) only what differs, so a
 //! steady state makes no writes; [`watch`] keeps those caches and wakes the owning Redis when a
 //! child changes or is deleted by hand.
+//!
+//! Never a write to an object this Redis does not control (DESIGN §3i.2): a name the cache of
+//! labelled objects lacks is read from the API server before it is applied, and a name another
+//! object holds (a Service `web` of someone's Helm release, for a Redis named `web`) is a
+//! [`NameConflict`], reported in the Ready condition ([`status`]) and left as it is.
 
 pub mod meta;
 pub mod pdb;
 pub mod service;
+pub mod status;
 
 use crate::Error;
 use crate::k8s::watch::{self, Cached, Events};
-use crate::k8s::{self, apply_forced, controlled_by};
+use crate::k8s::{self, apply_forced, controlled_by, controller_of};
 use api::Redis;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -32,6 +38,72 @@ use pdb::{pdb, pdb_differs};
 use serde::de::DeserializeOwned;
 use service::{ServiceKind, service, service_differs, strip_service};
 use std::fmt::Debug;
+use std::sync::Arc;
+
+/// A child's name held by an object this Redis does not control: nothing was written to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameConflict {
+    pub kind: String,
+    pub name: String,
+    /// Who controls the holder, as the user is told (`k8s::controller_of`).
+    pub holder: String,
+}
+
+impl NameConflict {
+    /// What the user is told, in the Ready condition and a Warning Event.
+    pub fn message(&self) -> String {
+        format!(
+            "{} {} already exists and is not controlled by this Redis ({}); it was left as it is: \
+             delete or rename it, or give the Redis another name",
+            self.kind, self.name, self.holder
+        )
+    }
+}
+
+/// What applying the children came to.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The children not applied because another object holds their name.
+    pub conflicts: Vec<NameConflict>,
+}
+
+/// Who holds a child's name.
+enum Holder<K> {
+    Nobody,
+    Ours(Arc<K>),
+    /// Someone else's: who controls it.
+    Other(String),
+}
+
+/// Who holds `name`: the cache of labelled objects first; a name it lacks is read from the API
+/// server (an object without the operator's labels is not in the cache, and may exist).
+async fn holder<K>(
+    api: &Api<K>,
+    cached: Option<Arc<K>>,
+    name: &str,
+    uid: &str,
+) -> Result<Holder<K>, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let current = match cached {
+        Some(current) => Some(current),
+        None => api
+            .get_opt(name)
+            .await
+            .map_err(|source| Error::Child {
+                kind: K::kind(&()).into_owned(),
+                name: name.to_owned(),
+                source,
+            })?
+            .map(Arc::new),
+    };
+    Ok(match current {
+        None => Holder::Nobody,
+        Some(current) if controlled_by(current.as_ref(), uid) => Holder::Ours(current),
+        Some(current) => Holder::Other(controller_of(current.as_ref())),
+    })
+}
 
 /// What a Redis should have, and the Services it should not.
 #[derive(Clone, Debug, PartialEq)]
@@ -165,19 +237,30 @@ where
 }
 
 /// Applies the children of `redis` that differ from the caches, and deletes the Services of the
-/// other mode that it controls. No write at all when everything is as desired.
-pub async fn apply(client: &Client, stores: &Stores, redis: &Redis) -> Result<(), Error> {
+/// other mode that it controls. No write at all when everything is as desired; none to a name
+/// another object holds.
+pub async fn apply(client: &Client, stores: &Stores, redis: &Redis) -> Result<Applied, Error> {
     let desired = desired(redis).ok_or(Error::IncompleteObject("name, namespace or uid"))?;
     let namespace = k8s::namespace(&redis.metadata)?;
     let uid = redis.metadata.uid.as_deref().unwrap_or_default();
+    let mut applied = Applied::default();
+    let mut conflict = |kind: &str, name: String, holder: String| {
+        applied.conflicts.push(NameConflict {
+            kind: kind.to_owned(),
+            name,
+            holder,
+        });
+    };
     let services: Api<Service> = Api::namespaced(client.clone(), namespace);
     for service in &desired.services {
         let name = service.name_any();
-        let current = stores
+        let cached = stores
             .services
             .get(&ObjectRef::new(&name).within(namespace));
-        if service_differs(service, current.as_deref()) {
-            apply_forced(&services, &name, service).await?;
+        match holder(&services, cached, &name, uid).await? {
+            Holder::Other(holder) => conflict("Service", name, holder),
+            Holder::Ours(current) if !service_differs(service, Some(&current)) => {}
+            Holder::Ours(_) | Holder::Nobody => apply_forced(&services, &name, service).await?,
         }
     }
     for name in &desired.absent_services {
@@ -188,11 +271,13 @@ pub async fn apply(client: &Client, stores: &Stores, redis: &Redis) -> Result<()
     }
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), namespace);
     let name = desired.pdb.name_any();
-    let current = stores.pdbs.get(&ObjectRef::new(&name).within(namespace));
-    if pdb_differs(&desired.pdb, current.as_deref()) {
-        apply_forced(&pdbs, &name, &desired.pdb).await?;
+    let cached = stores.pdbs.get(&ObjectRef::new(&name).within(namespace));
+    match holder(&pdbs, cached, &name, uid).await? {
+        Holder::Other(holder) => conflict("PodDisruptionBudget", name, holder),
+        Holder::Ours(current) if !pdb_differs(&desired.pdb, Some(&current)) => {}
+        Holder::Ours(_) | Holder::Nobody => apply_forced(&pdbs, &name, &desired.pdb).await?,
     }
-    Ok(())
+    Ok(applied)
 }
 
 /// Deletes a child of the other mode, only the one seen in the cache (uid precondition).

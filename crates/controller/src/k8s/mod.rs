@@ -34,6 +34,18 @@ pub fn controlled_by<K: Resource>(obj: &K, uid: &str) -> bool {
         .any(|o| o.controller == Some(true) && o.uid == uid)
 }
 
+/// Who controls an object, as a user is told when it holds a name a Redis needs:
+/// `controller Deployment web (uid ...)`, or `no controller`.
+pub fn controller_of<K: Resource>(obj: &K) -> String {
+    obj.owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map_or_else(
+            || "no controller".to_owned(),
+            |o| format!("controller {} {} (uid {})", o.kind, o.name, o.uid),
+        )
+}
+
 /// Whether the API server refused a write because the namespace is being deleted. kube's error
 /// type drops the status details (cause `NamespaceTerminating`): this matches the API server's
 /// fixed wording instead.

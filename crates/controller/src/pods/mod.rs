@@ -13,7 +13,7 @@ pub mod status;
 use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::events::{announce_pods, pod_ref, pods_phrase, publish};
-use crate::k8s::{FIELD_MANAGER, controlled_by, is_terminating};
+use crate::k8s::{FIELD_MANAGER, controlled_by, controller_of, is_terminating};
 use crate::metrics::Metrics;
 use api::Redis;
 use build::desired_pod;
@@ -185,14 +185,7 @@ async fn name_taken(w: &PodWriter<'_>, redis: &Redis, pod_name: &str) -> Result<
 
 /// What the user is told about a pod holding a name this Redis needs.
 fn conflict_note(pod_name: &str, pod: &Pod) -> String {
-    let owner = pod
-        .owner_references()
-        .iter()
-        .find(|o| o.controller == Some(true))
-        .map_or_else(
-            || "no controller".to_owned(),
-            |o| format!("controller {} {} (uid {})", o.kind, o.name, o.uid),
-        );
+    let owner = controller_of(pod);
     format!(
         "Pod {pod_name} already exists and is not controlled by this Redis ({owner}); \
          delete or rename it so the Redis can create its pod"

@@ -15,6 +15,7 @@ pub mod undecodable;
 pub use context::Context;
 
 use crate::Error;
+use crate::k8s::events::publish;
 use crate::k8s::{self, conditions::now};
 use crate::metrics::ReasonLabels;
 use crate::pods::build::{pod_hash, pod_spec};
@@ -26,6 +27,7 @@ use api::{FINALIZER, Redis};
 use cleanup::cleanup;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action as Requeue;
+use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
@@ -118,6 +120,20 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     // The Services and the PodDisruptionBudget. Their failure must not hold back the pods, so it
     // is returned last.
     let children = children::apply(&ctx.client, &ctx.children, redis).await;
+    if let Ok(applied) = &children {
+        for conflict in &applied.conflicts {
+            publish(
+                &ctx.recorder,
+                &redis.object_ref(&()),
+                None,
+                EventType::Warning,
+                children::status::NAME_CONFLICT,
+                "Apply",
+                conflict.message(),
+            )
+            .await;
+        }
+    }
     let spec = pod_spec(&redis.spec);
     let hash = pod_hash(&redis.spec, &spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
@@ -216,6 +232,11 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let status = replication::status::with_replication(status, replication.as_ref(), stored, now());
     let status = auth::status::with_failure(status, auth_failure.as_deref(), stored, now());
     let status = storage::status::with_condition(status, claims.as_ref(), stored, now());
+    let conflicts = children
+        .as_ref()
+        .map(|applied| applied.conflicts.as_slice())
+        .unwrap_or_default();
+    let status = children::status::with_conflicts(status, conflicts, stored, now());
     if stored != Some(&status) {
         ctx.write_status(redis, namespace, name, &status).await?;
     }
@@ -224,7 +245,13 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     }
     // Lost on the early return above; then the next pass, brought by the pods' events, applies
     // the children again and reports it.
-    children?;
+    if let Some(conflict) = children?.conflicts.into_iter().next() {
+        // Said in the status above; backing off, the holder may be renamed or deleted.
+        return Err(Error::NameConflict {
+            kind: conflict.kind,
+            name: conflict.name,
+        });
+    }
     Ok(if pass.cache_behind {
         Requeue::requeue(CACHE_LAG_RETRY.min(next_pass))
     } else {
