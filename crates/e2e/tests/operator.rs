@@ -1174,3 +1174,29 @@ async fn a_paused_redis_is_left_alone_until_resumed() -> Result<(), Error> {
         .context("deleting the paused Redis")?;
     e2e::pods::wait_gone(&redis, "my-op-redis", CONVERGE).await
 }
+
+/// A Redis being deleted is released even when the webhook is gone (uninstalled before the
+/// controller, crashed, scaled to 0, failurePolicy Fail): admission skips objects that carry a
+/// deletionTimestamp (the webhooks' matchConditions), so the controller's finalizer removal is
+/// never refused (DESIGN §3i.5). The DELETE itself still goes through the webhook (deletion
+/// protection).
+#[tokio::test]
+async fn a_deleted_redis_is_released_while_the_webhook_is_down() -> Result<(), Error> {
+    let (_cluster, ns, mut operator) = setup("webhook-down").await?;
+    let redis: Api<Redis> = ns.api();
+    create(&redis, &sample_with_replicas(1)).await?;
+    wait_converged(&ns, "my-op-redis", &["my-op-redis-0"]).await?;
+    // The finalizer stays while no controller runs; the DELETE is judged by the webhook.
+    operator.controller.process.kill();
+    redis
+        .delete("my-op-redis", &DeleteParams::default())
+        .await
+        .context("deleting my-op-redis")?;
+    operator.webhook.process.kill();
+
+    let mut restarted =
+        Controller::start(&ns, &operator.identity, "redis-controller-restarted", &[]).await?;
+    restarted.wait_ready(CONVERGE).await?;
+    e2e::pods::wait_gone(&redis, "my-op-redis", CONVERGE).await?;
+    Ok(())
+}
