@@ -108,8 +108,14 @@ impl StorageSpec {
     }
 }
 
+/// The annotation on a claim naming the uid of the Redis that created it: a claim retained from an
+/// earlier Redis of the same name is used by the new one, but deleted on scale-down
+/// (`whenScaled: Delete`) only by the Redis that made it.
+pub const ANNOTATION_CREATED_BY: &str = "myapp.tangx.in/created-by";
+
 /// The claim of the pod with this ordinal: `data-<redis>-<ordinal>`, the StatefulSet's naming, so
-/// claims made by hand (or by a StatefulSet being migrated) are found.
+/// claims made by hand (or by a StatefulSet being migrated) are found; they are used only when
+/// they carry the Redis's labels (`pods::selector_labels`), as claims it made or retained do.
 pub fn claim_name(redis_name: &str, ordinal: u32) -> String {
     format!("{DATA_VOLUME}-{redis_name}-{ordinal}")
 }

@@ -405,3 +405,70 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
     );
     Ok(())
 }
+
+/// A claim named as this Redis's claim but made by someone else (a StatefulSet's
+/// `data-<name>-0`) is never mounted (DESIGN §3i.3): no pod is created for that ordinal, the
+/// Redis says `ClaimConflict` in its Ready condition, the claim is left as it is; once it is
+/// gone, the Redis makes its own and serves.
+#[tokio::test]
+async fn a_claim_the_redis_did_not_make_is_never_mounted() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("storage-foreign").await?;
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let foreign: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": { "name": "data-taken-0", "labels": { "app": "someone-elses-database" } },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": { "requests": { "storage": "64Mi" } },
+        },
+    }))
+    .map_err(|e| Error::process("a foreign claim", e.to_string()))?;
+    let foreign = claims
+        .create(&PostParams::default(), &foreign)
+        .await
+        .context("creating the foreign claim data-taken-0")?;
+
+    create(&ns, "taken", 1, json!({"size": "64Mi"})).await?;
+    let redis: Api<Redis> = ns.api();
+    let message = wait_for(
+        "Redis taken: Ready False, reason ClaimConflict",
+        CONVERGE,
+        || async {
+            let current = redis.get("taken").await.map_err(seen)?;
+            let ready = current
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .cloned();
+            match ready {
+                Some(c) if c.status == "False" && c.reason == "ClaimConflict" => Ok(c.message),
+                other => Err(format!("Ready is {other:?}")),
+            }
+        },
+    )
+    .await?;
+    assert!(message.contains("data-taken-0"), "{message}");
+    let pods: Api<Pod> = ns.api();
+    assert!(
+        pods.get_opt("taken-0")
+            .await
+            .context("reading pod")?
+            .is_none(),
+        "a pod mounting the foreign claim was created"
+    );
+    let now = claims
+        .get("data-taken-0")
+        .await
+        .context("reading the claim")?;
+    assert_eq!(
+        now.resource_version(),
+        foreign.resource_version(),
+        "the claim was written"
+    );
+
+    claims
+        .delete("data-taken-0", &DeleteParams::default())
+        .await
+        .context("deleting the foreign claim")?;
+    serving(&ns, "taken", 1).await?;
+    Ok(())
+}

@@ -189,6 +189,17 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             .and_then(|r| r.decision.primary.as_deref()),
     );
     let steps = plan::plan(replicas, &hash, &views);
+    // A pod whose claim name another object holds would mount that claim: not created.
+    let held_claims: Vec<u32> = claims
+        .iter()
+        .flat_map(|report| report.conflicts.iter().map(|c| c.ordinal))
+        .collect();
+    let steps: Vec<PodStep> = steps
+        .into_iter()
+        .filter(
+            |step| !matches!(step, PodStep::Create { ordinal } if held_claims.contains(ordinal)),
+        )
+        .collect();
     let next_pass = if replication.is_some() {
         replication::POLL
     } else if auth_failure.is_some() {
@@ -237,6 +248,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .map(|applied| applied.conflicts.as_slice())
         .unwrap_or_default();
     let status = children::status::with_conflicts(status, conflicts, stored, now());
+    let status = storage::status::with_conflicts(status, claims.as_ref(), stored, now());
     if stored != Some(&status) {
         ctx.write_status(redis, namespace, name, &status).await?;
     }
@@ -245,6 +257,13 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     }
     // Lost on the early return above; then the next pass, brought by the pods' events, applies
     // the children again and reports it.
+    if let Some(conflict) = claims.into_iter().flat_map(|r| r.conflicts).next() {
+        // Said in the status above; backing off, the claim may be renamed or deleted.
+        return Err(Error::NameConflict {
+            kind: "PersistentVolumeClaim".to_owned(),
+            name: conflict.claim,
+        });
+    }
     if let Some(conflict) = children?.conflicts.into_iter().next() {
         // Said in the status above; backing off, the holder may be renamed or deleted.
         return Err(Error::NameConflict {

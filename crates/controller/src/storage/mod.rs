@@ -21,8 +21,8 @@ pub mod status;
 
 use crate::Error;
 use crate::cached::CachedPod;
-use crate::k8s::FIELD_MANAGER;
 use crate::k8s::events::publish;
+use crate::k8s::{FIELD_MANAGER, controller_of};
 use api::Redis;
 use api::pods::LABEL_INSTANCE;
 use api::storage::{StorageSpec, quantity_bytes};
@@ -34,7 +34,7 @@ use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use plan::{ClaimStep, ClaimsSeen, desired_claim, grow_patch, owner_reference, requested_bytes};
-use status::ClaimsReport;
+use status::{CLAIM_CONFLICT, ClaimConflict, ClaimsReport};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -49,6 +49,15 @@ fn cached_claims(
         claim.metadata.namespace.as_deref() == namespace
             && claim.labels().get(LABEL_INSTANCE).map(String::as_str) == name
     })
+}
+
+/// Whether a claim carries the labels of the Redis named `name`: made or retained by it (or by
+/// an earlier Redis of that name), or labelled for it by hand. Only such a claim is mounted.
+fn carries_labels_of(claim: &PersistentVolumeClaim, name: &str) -> bool {
+    let labels = claim.labels();
+    api::pods::selector_labels(name)
+        .iter()
+        .all(|(key, value)| labels.get(key) == Some(value))
 }
 
 /// The Redis a claim's change concerns: the one its instance label names, in its namespace.
@@ -106,6 +115,7 @@ pub async fn apply(
         size: storage.size.0.clone(),
         cannot_grow: plan.cannot_grow,
         written: Vec::new(),
+        conflicts: Vec::new(),
     };
     for step in plan.steps {
         let claim_error = |claim: &str, source| Error::Child {
@@ -125,9 +135,22 @@ pub async fn apply(
                 let claim_name = claim.name_any();
                 match api.create(&params, &claim).await {
                     Ok(_) => report.written.push(format!("created {claim_name}")),
-                    // There already (our cache was behind, or it is being deleted): the pod
-                    // waits for it, and its watch event brings the next pass.
-                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    // There already: ours while the cache is behind (or being deleted), and
+                    // the pod waits for it; or a claim this Redis did not make, which no pod of
+                    // it may mount.
+                    Err(kube::Error::Api(e)) if e.code == 409 => {
+                        let holder = api
+                            .get_opt(&claim_name)
+                            .await
+                            .map_err(|e| claim_error(&claim_name, e))?;
+                        if let Some(holder) = holder.filter(|c| !carries_labels_of(c, name)) {
+                            report.conflicts.push(ClaimConflict {
+                                ordinal,
+                                claim: claim_name,
+                                holder: controller_of(&holder),
+                            });
+                        }
+                    }
                     Err(e) => return Err(claim_error(&claim_name, e)),
                 }
             }
@@ -182,6 +205,18 @@ pub async fn apply(
                 }
             }
         }
+    }
+    for conflict in &report.conflicts {
+        publish(
+            recorder,
+            &redis.object_ref(&()),
+            None,
+            EventType::Warning,
+            CLAIM_CONFLICT,
+            "Provision",
+            conflict.message(),
+        )
+        .await;
     }
     if !report.written.is_empty() {
         publish(

@@ -2,7 +2,9 @@
 //! own or release, and delete. Pure.
 
 use api::Redis;
-use api::storage::{RetentionPolicy, StorageSpec, claim_name, claim_ordinal, quantity_bytes};
+use api::storage::{
+    ANNOTATION_CREATED_BY, RetentionPolicy, StorageSpec, claim_name, claim_ordinal, quantity_bytes,
+};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements,
 };
@@ -18,12 +20,14 @@ pub fn desired_claim(
     ordinal: u32,
 ) -> Option<PersistentVolumeClaim> {
     let name = redis.metadata.name.as_deref()?;
+    let uid = redis.metadata.uid.clone()?;
     let owner = owner_reference(redis)?;
     Some(PersistentVolumeClaim {
         metadata: ObjectMeta {
             name: Some(claim_name(name, ordinal)),
             namespace: redis.metadata.namespace.clone(),
             labels: Some(api::pods::selector_labels(name)),
+            annotations: Some([(ANNOTATION_CREATED_BY.to_owned(), uid)].into()),
             owner_references: (storage.when_deleted() == RetentionPolicy::Delete)
                 .then(|| vec![owner]),
             ..ObjectMeta::default()
@@ -59,7 +63,8 @@ pub enum ClaimStep {
     SetOwned { claim: String, owned: bool },
     /// Write the larger size into the claim.
     Grow { claim: String },
-    /// Delete the claim of an ordinal that is gone (`whenScaled: Delete`), if it is still this uid.
+    /// Delete the claim of an ordinal that is gone (`whenScaled: Delete`), if it is still this uid:
+    /// only a claim this Redis made (see [`made_by`]).
     Delete { claim: String, uid: String },
 }
 
@@ -103,6 +108,7 @@ pub fn plan(storage: &StorageSpec, replicas: u32, seen: &ClaimsSeen<'_>) -> Clai
         if ordinal >= replicas {
             if storage.when_scaled() == RetentionPolicy::Delete
                 && !seen.pod_ordinals.contains(&ordinal)
+                && made_by(claim, seen.redis_uid)
             {
                 plan.steps.push(ClaimStep::Delete {
                     claim: name.to_owned(),
@@ -146,6 +152,25 @@ pub fn plan(storage: &StorageSpec, replicas: u32, seen: &ClaimsSeen<'_>) -> Clai
         }
     }
     plan
+}
+
+/// Whether the Redis of `uid` made this claim: the creator's annotation, or (claims made before
+/// it was written) its owner reference under `whenDeleted: Delete`. A claim retained from an
+/// earlier Redis of the same name is used by the new one but never deleted by it.
+pub fn made_by(claim: &PersistentVolumeClaim, uid: &str) -> bool {
+    let annotated = claim
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_CREATED_BY))
+        .is_some_and(|creator| creator == uid);
+    annotated
+        || claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid)
 }
 
 /// The storage a claim requests, in bytes.
@@ -263,12 +288,19 @@ mod tests {
         assert_eq!(at_rest, ClaimPlan::default(), "no writes at rest");
     }
 
+    /// A claim as the Redis of `uid` creates it (with its creator's annotation).
+    fn made_by_redis(mut claim: PersistentVolumeClaim, uid: &str) -> PersistentVolumeClaim {
+        claim.metadata.annotations =
+            Some([(ANNOTATION_CREATED_BY.to_owned(), uid.to_owned())].into());
+        claim
+    }
+
     #[test]
     fn scaled_down_claims_are_kept_or_deleted_after_their_pod() {
         let claims = [
-            claim("data-cache-0", "1Gi", None),
-            claim("data-cache-1", "1Gi", None),
-            claim("data-cache-2", "1Gi", None),
+            made_by_redis(claim("data-cache-0", "1Gi", None), "u-1"),
+            made_by_redis(claim("data-cache-1", "1Gi", None), "u-1"),
+            made_by_redis(claim("data-cache-2", "1Gi", None), "u-1"),
         ];
         let (_, retain) = redis(json!({"size": "1Gi"}));
         assert_eq!(
@@ -285,6 +317,36 @@ mod tests {
                 uid: "uid-data-cache-1".into()
             }]
         );
+    }
+
+    #[test]
+    fn claims_retained_from_an_earlier_redis_of_the_name_are_used_but_never_deleted_by_it() {
+        let (_, delete) = redis(json!({"size": "1Gi", "retention": {"whenScaled": "Delete"}}));
+        let claims = [
+            made_by_redis(claim("data-cache-0", "1Gi", None), "u-old"),
+            made_by_redis(claim("data-cache-1", "1Gi", None), "u-old"),
+            made_by_redis(claim("data-cache-2", "1Gi", None), "u-1"),
+            // Made before the creator's annotation: its owner reference says whose it is.
+            claim("data-cache-3", "1Gi", Some("u-1")),
+        ];
+        let p = plan_with(&delete, 1, &claims, &[0], None);
+        let deleted: Vec<&str> = p
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                ClaimStep::Delete { claim, .. } => Some(claim.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, vec!["data-cache-2", "data-cache-3"]);
+    }
+
+    #[test]
+    fn a_created_claim_names_its_creator() {
+        let (r, storage) = redis(json!({"size": "1Gi"}));
+        let c = desired_claim(&r, &storage, 0).expect("claim");
+        assert!(made_by(&c, "u-1"));
+        assert!(!made_by(&c, "u-other"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What persistence says in the status (DESIGN §3d): the `StorageResized` condition. Pure.
 
-use crate::k8s::conditions::condition;
+use crate::k8s::conditions::{READY, condition, set_not_ready};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The condition saying whether every claim requests `spec.storage.size` (present only with
@@ -18,6 +18,55 @@ pub struct ClaimsReport {
     pub cannot_grow: Vec<(String, Option<String>)>,
     /// Claims created, grown or deleted in this pass (for one Event).
     pub written: Vec<String>,
+    /// Ordinals whose claim name another object holds (a claim without this Redis's labels):
+    /// their pods are not created, which would mount it (DESIGN §3i.3).
+    pub conflicts: Vec<ClaimConflict>,
+}
+
+/// A claim name this Redis needs, held by a claim it did not make or retain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimConflict {
+    pub ordinal: u32,
+    pub claim: String,
+    /// Who controls the holder (`k8s::controller_of`).
+    pub holder: String,
+}
+
+/// The Ready condition's reason while a claim name is held by another claim.
+pub const CLAIM_CONFLICT: &str = "ClaimConflict";
+
+impl ClaimConflict {
+    /// What the user is told, in the Ready condition and a Warning Event.
+    pub fn message(&self) -> String {
+        format!(
+            "PersistentVolumeClaim {} already exists without this Redis's labels ({}); its pod \
+             is not created, so it does not mount another workload's data: delete or rename \
+             the claim, or label it as this Redis's to use it",
+            self.claim, self.holder
+        )
+    }
+}
+
+/// The status with Ready False for held claim names; unchanged without them.
+pub fn with_conflicts(
+    mut status: api::RedisStatus,
+    report: Option<&ClaimsReport>,
+    stored: Option<&api::RedisStatus>,
+    now: Time,
+) -> api::RedisStatus {
+    let Some(report) = report.filter(|r| !r.conflicts.is_empty()) else {
+        return status;
+    };
+    let message = report
+        .conflicts
+        .iter()
+        .map(ClaimConflict::message)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if let Some(ready) = status.conditions.iter_mut().find(|c| c.type_ == READY) {
+        set_not_ready(ready, CLAIM_CONFLICT, message, stored, now);
+    }
+    status
 }
 
 /// The status with the `StorageResized` condition (only with `spec.storage`); the transition time
