@@ -51,15 +51,21 @@ pub type SecretMeta = PartialObjectMeta<Secret>;
 pub struct State {
     /// Secrets' metadata (no data), from the watch; `None`: no watch, every read is a GET.
     secrets: Option<Store<PartialObjectMeta<Secret>>>,
-    /// The data read from each named Secret, with the resourceVersion it was read at.
-    read: Mutex<HashMap<(String, String), Read>>,
+    /// Per Redis (by uid): the password read from the Secret it names, with the Secret and
+    /// resourceVersion it was read at. Only that key's value is kept, never the whole Secret,
+    /// and only while the Redis exists ([`State::forget`]).
+    read: Mutex<HashMap<String, Read>>,
     redis: Mutex<HashMap<String, Known>>,
 }
 
+/// The password of one Redis as read from its Secret.
 #[derive(Clone)]
 struct Read {
+    /// The Secret's namespace, name and key this was read from.
+    source: (String, String, String),
     version: Option<String>,
-    secret: Option<Secret>,
+    /// The password, or why the Secret gives none.
+    password: Result<String, String>,
 }
 
 #[derive(Default, Clone)]
@@ -82,9 +88,15 @@ impl State {
         }
     }
 
-    /// Forgets a Redis (deleted).
+    /// Forgets a Redis (deleted): its passwords and what it read of its Secret.
     pub fn forget(&self, uid: &str) {
         self.known().remove(uid);
+        self.read().remove(uid);
+    }
+
+    /// How many Redis have a password read from their Secret kept (tests).
+    pub fn passwords_read(&self) -> usize {
+        self.read().len()
     }
 
     /// Checks every pod of Redis `uid` in its next pass: one refused the password.
@@ -96,7 +108,7 @@ impl State {
         self.redis.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn read(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Read>> {
+    fn read(&self) -> std::sync::MutexGuard<'_, HashMap<String, Read>> {
         self.read.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -150,44 +162,51 @@ pub async fn watch(
     Ok(cached)
 }
 
-/// The Secret `name` of `namespace`, read again only when the cache has a newer resourceVersion.
-/// `None` when it does not exist.
-async fn secret(
+/// The password under `key` of Secret `name` in `namespace` for the Redis `uid`, or why there
+/// is none; the Secret is read again only when the metadata cache has a newer resourceVersion.
+async fn password(
     state: &State,
     client: &Client,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<Secret>, Error> {
-    let key = (namespace.to_owned(), name.to_owned());
+    uid: &str,
+    (namespace, name, key): (&str, &str, &str),
+) -> Result<Result<String, String>, Error> {
+    let source = (namespace.to_owned(), name.to_owned(), key.to_owned());
+    let missing = || Err(format!("Secret {name} not found"));
     let cached_version = match &state.secrets {
         Some(store) => match store.get(&ObjectRef::new(name).within(namespace)) {
             Some(meta) => Some(meta.metadata.resource_version.clone()),
             None => {
-                state.read().remove(&key);
-                return Ok(None);
+                state.read().remove(uid);
+                return Ok(missing());
             }
         },
         None => None,
     };
     if let Some(version) = &cached_version
-        && let Some(read) = state.read().get(&key)
+        && let Some(read) = state.read().get(uid)
+        && read.source == source
         && &read.version == version
     {
-        return Ok(read.secret.clone());
+        return Ok(read.password.clone());
     }
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let secret = api.get_opt(name).await.map_err(Error::Kube)?;
     let version = secret
         .as_ref()
         .and_then(|s| s.metadata.resource_version.clone());
+    let password = match &secret {
+        None => missing(),
+        Some(s) => password_in(s, key).map_err(|e| format!("Secret {name} {e}")),
+    };
     state.read().insert(
-        key,
+        uid.to_owned(),
         Read {
+            source,
             version,
-            secret: secret.clone(),
+            password: password.clone(),
         },
     );
-    Ok(secret)
+    Ok(password)
 }
 
 /// The auth step of a pass: [`settle`], and Events for a rotation and for a refusal (only when
@@ -249,17 +268,10 @@ pub async fn settle(
     let port = u16::try_from(redis.spec.port()).unwrap_or_default();
     let wanted: Password = match redis.spec.auth_secret() {
         None => None,
-        Some((name, key)) => {
-            let found = secret(state, client, namespace, name).await?;
-            let password = match &found {
-                None => Err(format!("Secret {name} not found")),
-                Some(s) => password_in(s, key).map_err(|e| format!("Secret {name} {e}")),
-            };
-            match password {
-                Ok(p) => Some(p),
-                Err(message) => return Ok(report(state, &uid, None, Some(message))),
-            }
-        }
+        Some((name, key)) => match password(state, client, &uid, (namespace, name, key)).await? {
+            Ok(p) => Some(p),
+            Err(message) => return Ok(report(state, &uid, None, Some(message))),
+        },
     };
     let known = state.known().get(&uid).cloned().unwrap_or_default();
     if !known.recheck && !needs_check(wanted.as_deref(), &known.passwords) {
@@ -363,4 +375,65 @@ async fn check(pod: &CachedPod, port: u16, tries: &[Option<&str>]) -> Option<Opt
         }
     }
     Some(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{self, Exchange};
+    use http::Method;
+
+    fn redis_naming(secret: &str) -> Redis {
+        let spec = serde_json::from_value(serde_json::json!({
+            "auth": {"secretRef": {"name": secret, "key": "password"}},
+        }))
+        .expect("spec");
+        let mut redis = Redis::new("cache", spec);
+        redis.metadata.namespace = Some("ns".into());
+        redis.metadata.uid = Some("u-1".into());
+        redis
+    }
+
+    /// A Secret with the password and, beside it, a megabyte the controller has no use for.
+    fn secret_with_more() -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "pw", "namespace": "ns", "resourceVersion": "7"},
+            "data": {
+                "password": "czNjcjN0",
+                "certificate": base64_of(&vec![b'x'; 1 << 20]),
+            },
+        })
+    }
+
+    fn base64_of(bytes: &[u8]) -> String {
+        let bytes = k8s_openapi::ByteString(bytes.to_vec());
+        serde_json::to_value(bytes)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn only_the_password_of_a_secret_is_kept_and_only_while_its_redis_exists() {
+        let (client, server) = fixtures::client();
+        let served = server.serve(vec![
+            Exchange::expect(Method::GET, "/api/v1/namespaces/ns/secrets/pw")
+                .respond(200, secret_with_more()),
+        ]);
+        let state = State::default();
+        let settled = settle(&state, &client, &redis_naming("pw"), &[])
+            .await
+            .expect("settles");
+        assert_eq!(settled.password.as_deref(), Some("s3cr3t"));
+        {
+            let read = state.read();
+            let kept = read.get("u-1").expect("the password read is kept");
+            assert_eq!(kept.password.as_deref(), Ok("s3cr3t"));
+        }
+        state.forget("u-1");
+        assert_eq!(state.passwords_read(), 0, "forgotten with its Redis");
+        drop(client);
+        served.verify().await;
+    }
 }
