@@ -6,6 +6,7 @@
 //! [`StorageSpec`] the first time the ordinal is needed. What happens to the claims when the Redis
 //! is deleted or scaled down follows the StatefulSet's `persistentVolumeClaimRetentionPolicy`.
 
+use crate::validation::{shown, shown_list};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -200,8 +201,8 @@ pub fn storage_violations(storage: &StorageSpec) -> Vec<(String, String)> {
         None => found.push((
             "size".into(),
             format!(
-                "{:?} is not a quantity (a number with an optional suffix such as Mi or Gi, e.g. \"1Gi\")",
-                storage.size.0
+                "\"{}\" is not a quantity (a number with an optional suffix such as Mi or Gi, e.g. \"1Gi\")",
+                shown(&storage.size.0)
             ),
         )),
     }
@@ -211,7 +212,8 @@ pub fn storage_violations(storage: &StorageSpec) -> Vec<(String, String)> {
                 found.push((
                     format!("accessModes[{i}]"),
                     format!(
-                        "{mode:?} is not usable by a Redis pod (one of {})",
+                        "\"{}\" is not usable by a Redis pod (one of {})",
+                        shown(mode),
                         ALLOWED_ACCESS_MODES.join(", ")
                     ),
                 ));
@@ -219,6 +221,11 @@ pub fn storage_violations(storage: &StorageSpec) -> Vec<(String, String)> {
         }
     }
     found
+}
+
+/// A storage class as messages have always written it (`Some("fast")`, `None`), cut and escaped.
+fn shown_class(class: Option<&str>) -> String {
+    class.map_or_else(|| "None".to_owned(), |c| format!("Some(\"{}\")", shown(c)))
 }
 
 /// Why an UPDATE from `old` to `new` cannot be stored: claims exist already, and a claim can grow
@@ -232,7 +239,8 @@ pub fn storage_update_violations(old: &StorageSpec, new: &StorageSpec) -> Vec<(S
             "size".into(),
             format!(
                 "cannot shrink from {} to {}: a volume cannot be made smaller (create a new Redis and copy the data)",
-                old.size.0, new.size.0
+                shown(&old.size.0),
+                shown(&new.size.0)
             ),
         ));
     }
@@ -240,8 +248,9 @@ pub fn storage_update_violations(old: &StorageSpec, new: &StorageSpec) -> Vec<(S
         found.push((
             "storageClassName".into(),
             format!(
-                "cannot change from {:?} to {:?}: the claims exist in the old class",
-                old.storage_class_name, new.storage_class_name
+                "cannot change from {} to {}: the claims exist in the old class",
+                shown_class(old.storage_class_name.as_deref()),
+                shown_class(new.storage_class_name.as_deref())
             ),
         ));
     }
@@ -249,9 +258,9 @@ pub fn storage_update_violations(old: &StorageSpec, new: &StorageSpec) -> Vec<(S
         found.push((
             "accessModes".into(),
             format!(
-                "cannot change from {:?} to {:?}: the claims exist with the old modes",
-                old.access_modes(),
-                new.access_modes()
+                "cannot change from {} to {}: the claims exist with the old modes",
+                shown_list(&old.access_modes()),
+                shown_list(&new.access_modes())
             ),
         ));
     }

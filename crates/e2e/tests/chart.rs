@@ -262,6 +262,45 @@ fn helm_lint_passes_in_every_certificate_mode() -> Result<(), Error> {
     Ok(())
 }
 
+/// No webhook pod while the API server fails every Redis write it cannot get judged is no Redis
+/// write at all: the schema refuses `webhook.replicas: 0` unless the failurePolicy is `Ignore`.
+/// Unset means files/*-webhook.yaml's, which is `Fail`.
+#[test]
+fn webhook_replicas_0_needs_failure_policy_ignore() -> Result<(), Error> {
+    let template = |set: &str| {
+        run(
+            &format!("helm template --set {set}"),
+            Command::new(helm()?)
+                .args(["template", "x"])
+                .arg(chart_dir())
+                .args(["--set", set]),
+        )
+    };
+    for refused in [
+        "webhook.replicas=0",
+        "webhook.replicas=0,webhook.failurePolicy=Fail",
+    ] {
+        match template(refused) {
+            Ok(_) => panic!("--set {refused} was accepted"),
+            Err(e) => {
+                let said = e.to_string();
+                assert!(
+                    said.contains("failurePolicy") && said.contains("Ignore"),
+                    "--set {refused}: the refusal should say what to change: {said}"
+                );
+            }
+        }
+    }
+    for accepted in [
+        "webhook.replicas=0,webhook.failurePolicy=Ignore",
+        "webhook.replicas=1",
+        "webhook.replicas=1,webhook.failurePolicy=Fail",
+    ] {
+        template(accepted)?;
+    }
+    Ok(())
+}
+
 #[test]
 fn templated_crd_is_the_generated_crd_kept_on_uninstall() -> Result<(), Error> {
     let docs = helm_template(&["--set", "crds.templated=true"])?;

@@ -110,17 +110,31 @@ pub fn write(args: &GenCertsArgs) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// Writes through a temporary file and a rename, so a running webhook never reads half a file.
+/// The temporary file is always a new one, created with its final mode (0600 for the key), so
+/// the key is never readable by others, not even between a write and a chmod.
 fn write_file(path: &Path, text: &str, secret: bool) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
     let fail = |source| Error::WriteFile {
         path: path.to_owned(),
         source,
     };
-    std::fs::write(&tmp, text).map_err(fail)?;
-    if secret {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(fail)?;
+    // A crashed run's leftover is removed, never reused: someone may hold it open, or it may
+    // be a link to another file. `create_new` then refuses anything recreated in between.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e)),
+        _ => {}
     }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(if secret { 0o600 } else { 0o644 })
+        .open(&tmp)
+        .map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    file.sync_all().map_err(fail)?;
+    drop(file);
     std::fs::rename(&tmp, path).map_err(fail)
 }
 
@@ -153,5 +167,90 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    fn args_into(out: &Path) -> GenCertsArgs {
+        GenCertsArgs {
+            out: out.to_owned(),
+            dns: vec!["localhost".into()],
+            ip: Vec::new(),
+            valid_days: 2,
+        }
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::symlink_metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    /// The key goes into a file this run creates, 0600 from its first byte: never into a
+    /// temporary file left behind, which may be readable by others and held open by one of
+    /// them, or be a link planted to catch it (a hard link to another file, a symbolic link to
+    /// anywhere).
+    #[test]
+    fn the_key_never_lands_in_a_leftover_temporary_file() {
+        use std::io::Read;
+        use std::os::unix::fs::PermissionsExt;
+        const KEY: &str = "-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n";
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("tls.key");
+        let tmp = key.with_extension("tmp");
+        for plant in ["held open", "hard link", "symbolic link"] {
+            let spy = dir.path().join(format!("spy ({plant})"));
+            std::fs::write(&spy, "").expect("spy");
+            std::fs::set_permissions(&spy, std::fs::Permissions::from_mode(0o644)).expect("mode");
+            let _ = std::fs::remove_file(&tmp);
+            match plant {
+                "held open" => std::fs::rename(&spy, &tmp).expect("leftover"),
+                "hard link" => std::fs::hard_link(&spy, &tmp).expect("hard link"),
+                _ => std::os::unix::fs::symlink(&spy, &tmp).expect("symlink"),
+            }
+            // Opened while it was readable: permissions are checked at open only.
+            let mut reader = std::fs::File::open(&tmp).expect("opens the leftover");
+            write_file(&key, KEY, true).expect("writes over a leftover");
+            let mut caught = String::new();
+            reader.read_to_string(&mut caught).expect("reads");
+            assert!(
+                !caught.contains("PRIVATE KEY"),
+                "{plant}: the key was written into the leftover"
+            );
+            if plant != "held open" {
+                assert_eq!(
+                    mode_of(&spy),
+                    0o644,
+                    "{plant}: the planted file is left alone"
+                );
+            }
+            assert_eq!(mode_of(&key), 0o600, "{plant}");
+            assert!(
+                std::fs::symlink_metadata(&key).expect("key").is_file(),
+                "{plant}"
+            );
+            assert_eq!(std::fs::read_to_string(&key).expect("key"), KEY, "{plant}");
+        }
+    }
+
+    /// A run that crashed between writing and renaming leaves its temporary file: the next run
+    /// replaces it rather than failing for good.
+    #[test]
+    fn a_leftover_temporary_file_is_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tmp = dir.path().join("tls.tmp");
+        std::fs::write(&tmp, "half a key from a crashed run").expect("leftover");
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).expect("mode");
+        let written = write(&args_into(dir.path())).expect("writes");
+        assert_eq!(written.len(), 3);
+        assert!(!tmp.exists(), "no temporary file is left");
+        assert_eq!(mode_of(&dir.path().join("tls.key")), 0o600);
+        let loaded = crate::tls::load_certified_key(
+            &dir.path().join("tls.crt"),
+            &dir.path().join("tls.key"),
+        );
+        assert!(loaded.is_ok(), "{:?}", loaded.err());
     }
 }

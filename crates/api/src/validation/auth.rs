@@ -2,7 +2,7 @@
 //! can be, and the key one a Secret's data can have, as the API server reads them.
 
 use super::syntax::is_dns1123_subdomain;
-use super::violation::Violation;
+use super::violation::{Violation, shown};
 use crate::types::RedisSpec;
 
 /// Longest Secret name (a DNS-1123 subdomain) and Secret data key.
@@ -47,7 +47,8 @@ fn secret_name_problem(name: &str) -> Result<(), String> {
     }
     if !is_dns1123_subdomain(name) {
         return Err(format!(
-            "must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got {name:?}"
+            "must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"{}\"",
+            shown(name)
         ));
     }
     Ok(())
@@ -68,11 +69,15 @@ fn secret_key_problem(key: &str) -> Result<(), String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     if !key.chars().all(allowed) {
         return Err(format!(
-            "must be a valid Secret key (letters, digits, '-', '_' and '.'), got {key:?}"
+            "must be a valid Secret key (letters, digits, '-', '_' and '.'), got \"{}\"",
+            shown(key)
         ));
     }
     if key == "." || key.starts_with("..") {
-        return Err(format!("must not be '.' or start with '..', got {key:?}"));
+        return Err(format!(
+            "must not be '.' or start with '..', got \"{}\"",
+            shown(key)
+        ));
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! container runtime pulls): parsing them with distribution/reference's grammar, a bounded memory
 //! of the answers, and the warning about an image that means `:latest`.
 
-use super::violation::Violation;
+use super::violation::{Violation, shown};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
@@ -49,7 +49,12 @@ pub(super) fn parse_image_uncached(image: &str) -> ParsedImage {
     if image.is_empty() {
         return Err("must not be empty".to_owned());
     }
-    let invalid = |reason: &str| format!("\"{image}\" is not a valid image reference: {reason}");
+    let invalid = |reason: &str| {
+        format!(
+            "\"{}\" is not a valid image reference: {reason}",
+            shown(image)
+        )
+    };
     let captures = image_reference_regex()
         .captures(image)
         .ok_or_else(|| invalid("invalid reference format"))?;
@@ -126,7 +131,8 @@ pub(super) fn image_warnings(image: &str, parsed: &ParsedImage) -> Vec<String> {
             "has no tag, so it means :latest"
         };
         warnings.push(format!(
-            "spec.image: \"{image}\" {how}; pods created at different times may run different Redis versions, pin a version"
+            "spec.image: \"{}\" {how}; pods created at different times may run different Redis versions, pin a version",
+            shown(image)
         ));
     }
     warnings

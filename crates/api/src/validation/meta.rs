@@ -2,7 +2,7 @@
 //! pod label value, room for `generateName`'s suffix) and the deletion-protection annotation that
 //! refuses a DELETE.
 
-use super::violation::Violation;
+use super::violation::{Violation, shown};
 use crate::DELETION_PROTECTION_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -25,7 +25,7 @@ pub(super) fn name_violations(reserved_names: &[String], meta: &ObjectMeta) -> V
                 violations.push(Violation::new(
                     "metadata.name",
                     name,
-                    format!("\"{name}\" is a reserved name"),
+                    format!("\"{}\" is a reserved name", shown(name)),
                 ));
             }
             if name.len() > MAX_NAME_LENGTH {
@@ -64,7 +64,10 @@ pub(super) fn deletion_violations(meta: &ObjectMeta) -> Vec<Violation> {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
     let mut violations = Vec::new();
     if protected {
-        let name = meta.name.as_deref().unwrap_or("<name>");
+        let name = meta
+            .name
+            .as_deref()
+            .map_or_else(|| "<name>".to_owned(), shown);
         violations.push(Violation::new(
             format!("metadata.annotations[{DELETION_PROTECTION_ANNOTATION}]"),
             "true",

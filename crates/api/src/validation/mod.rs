@@ -8,7 +8,8 @@
 //! ratchet, DELETE, the `scale` subresource), the rules the policy configures on `spec.replicas`
 //! and `spec.port`, and the order in which every rule and warning is reported. The other rules
 //! live by the part of the spec they judge:
-//! - `violation`: [`Violation`], what every rule reports.
+//! - `violation`: [`Violation`], what every rule reports, and [`shown`], how every message echoes
+//!   a tenant's string (cut and escaped).
 //! - `meta`: the name rules and deletion protection.
 //! - `image`: image references (`spec.image`, `spec.exporter.image`) and the `:latest` warning.
 //! - `replication`: Replication mode and `spec.replication`, with their warnings (§3b).
@@ -38,7 +39,7 @@ use image::{ParsedImage, parse_image};
 pub use auth::{MAX_SECRET_KEY_LENGTH, MAX_SECRET_NAME_LENGTH};
 pub use meta::MAX_NAME_LENGTH;
 pub use replication::{MAX_FAILOVER_AFTER, MIN_FAILOVER_AFTER};
-pub use violation::Violation;
+pub use violation::{MAX_SHOWN_CHARS, Violation, shown, shown_list};
 // The schema's bounds, which these rules check too: defined in `crate::schema`, and still
 // reachable here (`api::validation::SCHEMA_*`) as before.
 pub use crate::schema::{SCHEMA_MAX_PORT, SCHEMA_MAX_REPLICAS, SCHEMA_MIN_PORT};

@@ -1,7 +1,7 @@
 //! The rule on `spec.podDisruptionBudget` (DESIGN §2): `maxUnavailable` is a count >= 0 or a
 //! percentage from `0%` to `100%`, as the API server's PodDisruptionBudget validation reads it.
 
-use super::violation::Violation;
+use super::violation::{Violation, shown};
 use crate::types::RedisSpec;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -25,7 +25,8 @@ pub(super) fn pdb_violations(spec: &RedisSpec) -> Vec<Violation> {
             field,
             format!("{text:?}"),
             format!(
-                "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got {text:?}"
+                "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got \"{}\"",
+                shown(text)
             ),
         )],
     }

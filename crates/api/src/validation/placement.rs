@@ -8,7 +8,7 @@
 use super::syntax::{
     annotation_key_problem, label_key_problem, label_value_problem, subdomain_problem,
 };
-use super::violation::Violation;
+use super::violation::{Violation, shown, shown_list};
 use crate::pods::{HOSTNAME_TOPOLOGY_KEY, is_operator_annotation, is_operator_label, pod_labels};
 use crate::types::{Mode, Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
@@ -28,7 +28,8 @@ pub(super) fn placement_violations(spec: &RedisSpec) -> Vec<Violation> {
     let mut out = Vec::new();
     if let Some(selector) = &spec.node_selector {
         for (key, value) in selector {
-            label_pair(&format!("spec.nodeSelector[{key}]"), key, value, &mut out);
+            let field = format!("spec.nodeSelector[{}]", shown(key));
+            label_pair(&field, key, value, &mut out);
         }
     }
     if let Some(affinity) = &spec.affinity {
@@ -55,13 +56,14 @@ pub(super) fn placement_violations(spec: &RedisSpec) -> Vec<Violation> {
     }
     if let Some(labels) = &spec.pod_labels {
         for (key, value) in labels {
-            let field = format!("spec.podLabels[{key}]");
+            let field = format!("spec.podLabels[{}]", shown(key));
             if is_operator_label(key) {
                 out.push(Violation::new(
                     &field,
                     key,
                     format!(
-                        "{key:?} is a label the operator sets on its pods (its selectors, Services and roles read it); choose another key"
+                        "\"{}\" is a label the operator sets on its pods (its selectors, Services and roles read it); choose another key",
+                        shown(key)
                     ),
                 ));
             } else {
@@ -71,13 +73,14 @@ pub(super) fn placement_violations(spec: &RedisSpec) -> Vec<Violation> {
     }
     if let Some(annotations) = &spec.pod_annotations {
         for key in annotations.keys() {
-            let field = format!("spec.podAnnotations[{key}]");
+            let field = format!("spec.podAnnotations[{}]", shown(key));
             if is_operator_annotation(key) {
                 out.push(Violation::new(
                     &field,
                     key,
                     format!(
-                        "{key:?} is the operator's own (every {} key is); choose another key",
+                        "\"{}\" is the operator's own (every {} key is); choose another key",
+                        shown(key),
                         crate::pods::OPERATOR_KEY_PREFIX
                     ),
                 ));
@@ -105,7 +108,8 @@ fn label_pair(field: &str, key: &str, value: &str, out: &mut Vec<Violation>) {
         out.push(Violation::new(field, key, message));
     }
     if let Err(message) = label_value_problem(value) {
-        out.push(Violation::new(field, format!("{value:?}"), message));
+        // The key too: the field shows it cut, and two long keys must not read as one.
+        out.push(Violation::new(field, format!("{key:?}={value:?}"), message));
     }
 }
 
@@ -185,7 +189,7 @@ fn node_term_violations(field: &str, term: &NodeSelectorTerm, out: &mut Vec<Viol
     }
 }
 
-/// The values of a requirement, as written (for messages and the ratchet's value).
+/// The values of a requirement, as written (the ratchet's value; messages show [`shown_list`]).
 fn values_of(values: Option<&Vec<String>>) -> String {
     format!("{:?}", values.map(Vec::as_slice).unwrap_or_default())
 }
@@ -197,23 +201,27 @@ fn node_requirement_violations(field: &str, r: &NodeSelectorRequirement, out: &m
         out.push(Violation::new(format!("{field}.key"), &r.key, message));
     }
     let values = r.values.as_deref().unwrap_or_default();
-    let shown = values_of(r.values.as_ref());
+    let listed = shown_list(values);
+    let written = values_of(r.values.as_ref());
     let operator = r.operator.as_str();
     let problem = match operator {
         "In" | "NotIn" => values
             .is_empty()
             .then(|| format!("must hold at least one value when the operator is {operator}")),
         "Exists" | "DoesNotExist" => (!values.is_empty()).then(|| {
-            format!("must be empty when the operator is {operator} (it matches on the key alone), got {shown}")
+            format!("must be empty when the operator is {operator} (it matches on the key alone), got {listed}")
         }),
         "Gt" | "Lt" => (values.len() != 1 || !is_integer(&values[0])).then(|| {
-            format!("must hold exactly one value, an integer, when the operator is {operator}, got {shown}")
+            format!("must hold exactly one value, an integer, when the operator is {operator}, got {listed}")
         }),
         _ => {
             out.push(Violation::new(
                 format!("{field}.operator"),
                 format!("{operator:?}"),
-                format!("must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got {operator:?}"),
+                format!(
+                    "must be In, NotIn, Exists, DoesNotExist, Gt or Lt, got \"{}\"",
+                    shown(operator)
+                ),
             ));
             None
         }
@@ -221,7 +229,7 @@ fn node_requirement_violations(field: &str, r: &NodeSelectorRequirement, out: &m
     if let Some(message) = problem {
         out.push(Violation::new(
             format!("{field}.values"),
-            format!("{operator} {shown}"),
+            format!("{operator} {written}"),
             message,
         ));
     }
@@ -234,8 +242,8 @@ fn node_field_violations(field: &str, r: &NodeSelectorRequirement, out: &mut Vec
             format!("{field}.key"),
             &r.key,
             format!(
-                "must be {NODE_NAME_FIELD} (the only node field a selector can match), got {:?}",
-                r.key
+                "must be {NODE_NAME_FIELD} (the only node field a selector can match), got \"{}\"",
+                shown(&r.key)
             ),
         ));
     }
@@ -244,14 +252,19 @@ fn node_field_violations(field: &str, r: &NodeSelectorRequirement, out: &mut Vec
         out.push(Violation::new(
             format!("{field}.operator"),
             format!("{operator:?}"),
-            format!("must be In or NotIn for a node field, got {operator:?}"),
+            format!(
+                "must be In or NotIn for a node field, got \"{}\"",
+                shown(operator)
+            ),
         ));
     } else if r.values.as_ref().is_none_or(|v| v.len() != 1) {
-        let shown = values_of(r.values.as_ref());
         out.push(Violation::new(
             format!("{field}.values"),
-            format!("{operator} {shown}"),
-            format!("must hold exactly one node name for a node field, got {shown}"),
+            format!("{operator} {}", values_of(r.values.as_ref())),
+            format!(
+                "must hold exactly one node name for a node field, got {}",
+                shown_list(r.values.as_deref().unwrap_or_default())
+            ),
         ));
     }
 }
@@ -316,7 +329,8 @@ fn weight_violation(field: &str, weight: i32, out: &mut Vec<Violation>) {
 /// A label selector (of pods or namespaces): valid labels, requirements that can match.
 fn selector_violations(field: &str, selector: &LabelSelector, out: &mut Vec<Violation>) {
     for (key, value) in selector.match_labels.iter().flatten() {
-        label_pair(&format!("{field}.matchLabels[{key}]"), key, value, out);
+        let field = format!("{field}.matchLabels[{}]", shown(key));
+        label_pair(&field, key, value, out);
     }
     for (j, r) in selector.match_expressions.iter().flatten().enumerate() {
         label_requirement_violations(&format!("{field}.matchExpressions[{j}]"), r, out);
@@ -333,20 +347,24 @@ fn label_requirement_violations(
         out.push(Violation::new(format!("{field}.key"), &r.key, message));
     }
     let values = r.values.as_deref().unwrap_or_default();
-    let shown = values_of(r.values.as_ref());
+    let listed = shown_list(values);
+    let written = values_of(r.values.as_ref());
     let operator = r.operator.as_str();
     let problem = match operator {
         "In" | "NotIn" => values
             .is_empty()
             .then(|| format!("must hold at least one value when the operator is {operator}")),
         "Exists" | "DoesNotExist" => (!values.is_empty()).then(|| {
-            format!("must be empty when the operator is {operator} (it matches on the key alone), got {shown}")
+            format!("must be empty when the operator is {operator} (it matches on the key alone), got {listed}")
         }),
         _ => {
             out.push(Violation::new(
                 format!("{field}.operator"),
                 format!("{operator:?}"),
-                format!("must be In, NotIn, Exists or DoesNotExist, got {operator:?}"),
+                format!(
+                    "must be In, NotIn, Exists or DoesNotExist, got \"{}\"",
+                    shown(operator)
+                ),
             ));
             None
         }
@@ -354,7 +372,7 @@ fn label_requirement_violations(
     if let Some(message) = problem {
         out.push(Violation::new(
             format!("{field}.values"),
-            format!("{operator} {shown}"),
+            format!("{operator} {written}"),
             message,
         ));
     }
@@ -400,7 +418,8 @@ fn toleration_violations(field: &str, t: &Toleration, out: &mut Vec<Violation>) 
             format!("{field}.value"),
             format!("{value:?}"),
             format!(
-                "must be empty when the operator is Exists (it tolerates every value of the key), got {value:?}"
+                "must be empty when the operator is Exists (it tolerates every value of the key), got \"{}\"",
+                shown(value)
             ),
         )),
         "Exists" => {}
@@ -408,13 +427,19 @@ fn toleration_violations(field: &str, t: &Toleration, out: &mut Vec<Violation>) 
         "Gt" | "Lt" if !is_integer(value) => out.push(Violation::new(
             format!("{field}.value"),
             format!("{value:?}"),
-            format!("must be an integer when the operator is {operator}, got {value:?}"),
+            format!(
+                "must be an integer when the operator is {operator}, got \"{}\"",
+                shown(value)
+            ),
         )),
         "Gt" | "Lt" => {}
         _ => out.push(Violation::new(
             format!("{field}.operator"),
             format!("{operator:?}"),
-            format!("must be Equal, Exists, Gt or Lt, got {operator:?}"),
+            format!(
+                "must be Equal, Exists, Gt or Lt, got \"{}\"",
+                shown(operator)
+            ),
         )),
     }
     if !matches!(effect, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
@@ -422,7 +447,8 @@ fn toleration_violations(field: &str, t: &Toleration, out: &mut Vec<Violation>) 
             format!("{field}.effect"),
             format!("{effect:?}"),
             format!(
-                "must be NoSchedule, PreferNoSchedule or NoExecute (or empty for every effect), got {effect:?}"
+                "must be NoSchedule, PreferNoSchedule or NoExecute (or empty for every effect), got \"{}\"",
+                shown(effect)
             ),
         ));
     }
@@ -433,7 +459,8 @@ fn toleration_violations(field: &str, t: &Toleration, out: &mut Vec<Violation>) 
             format!("{field}.tolerationSeconds"),
             format!("{seconds} with effect {effect:?}"),
             format!(
-                "needs effect NoExecute (it is how long a pod stays on a node tainted NoExecute), got effect {effect:?}"
+                "needs effect NoExecute (it is how long a pod stays on a node tainted NoExecute), got effect \"{}\"",
+                shown(effect)
             ),
         ));
     }
@@ -460,7 +487,10 @@ fn spread_violations(
         out.push(Violation::new(
             format!("{field}.whenUnsatisfiable"),
             format!("{when:?}"),
-            format!("must be DoNotSchedule or ScheduleAnyway, got {when:?}"),
+            format!(
+                "must be DoNotSchedule or ScheduleAnyway, got \"{}\"",
+                shown(when)
+            ),
         ));
     }
     if let Some(min) = c.min_domains {
@@ -474,7 +504,10 @@ fn spread_violations(
             out.push(Violation::new(
                 format!("{field}.minDomains"),
                 format!("{min} with {when:?}"),
-                format!("can only be set with whenUnsatisfiable DoNotSchedule, got {when:?}"),
+                format!(
+                    "can only be set with whenUnsatisfiable DoNotSchedule, got \"{}\"",
+                    shown(when)
+                ),
             ));
         }
     }
@@ -488,7 +521,7 @@ fn spread_violations(
             out.push(Violation::new(
                 format!("{field}.{name}"),
                 format!("{policy:?}"),
-                format!("must be Honor or Ignore, got {policy:?}"),
+                format!("must be Honor or Ignore, got \"{}\"", shown(policy)),
             ));
         }
     }
@@ -499,8 +532,9 @@ fn spread_violations(
             &field,
             format!("{:?} {when:?}", c.topology_key),
             format!(
-                "repeats the topologyKey and whenUnsatisfiable of spec.topologySpreadConstraints[{k}] ({:?}, {when:?}); merge them",
-                c.topology_key
+                "repeats the topologyKey and whenUnsatisfiable of spec.topologySpreadConstraints[{k}] (\"{}\", \"{}\"); merge them",
+                shown(&c.topology_key),
+                shown(when)
             ),
         ));
     }
@@ -529,7 +563,11 @@ pub(super) fn placement_warnings(redis: &Redis) -> Vec<String> {
         if c.label_selector.is_none() {
             warnings.push(format!(
                 "spec.topologySpreadConstraints[{i}].labelSelector: not set, so the constraint counts no pods and spreads nothing; select this Redis's pods, e.g. app.kubernetes.io/instance: {}",
-                redis.metadata.name.as_deref().unwrap_or("<name>")
+                redis
+                    .metadata
+                    .name
+                    .as_deref()
+                    .map_or_else(|| "<name>".to_owned(), shown)
             ));
         }
     }
@@ -549,7 +587,7 @@ pub(super) fn placement_warnings(redis: &Redis) -> Vec<String> {
     {
         warnings.push(one_node(
             &format!("spec.nodeSelector[{HOSTNAME_TOPOLOGY_KEY}]"),
-            format!("pins every pod to node {node:?}"),
+            format!("pins every pod to node \"{}\"", shown(node)),
         ));
     }
     let affinity = spec.affinity.as_ref();
@@ -565,7 +603,7 @@ pub(super) fn placement_warnings(redis: &Redis) -> Vec<String> {
     {
         warnings.push(one_node(
             "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-            format!("allows node {node:?} only"),
+            format!("allows node \"{}\" only", shown(node)),
         ));
     }
     let own_labels = own_pod_labels(redis);

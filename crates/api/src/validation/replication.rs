@@ -4,7 +4,7 @@
 //! refused, or never refused by a primary cut off from its replicas), or replication settings
 //! Standalone mode ignores.
 
-use super::violation::Violation;
+use super::violation::{Violation, shown};
 use crate::defaults::{MIN_REPLICAS_TO_WRITE_FROM_PODS, parse_duration};
 use crate::types::{Mode, RedisSpec};
 use std::time::Duration;
@@ -63,10 +63,16 @@ pub(super) fn replication_violations(spec: &RedisSpec) -> Vec<Violation> {
 /// Why `failoverAfter` is refused, if it is.
 fn failover_after_problem(text: &str) -> Result<(), String> {
     let duration = parse_duration(text).map_err(|_| {
-        format!("must be a duration such as \"10s\", \"1m30s\" or \"1h\", got {text:?}")
+        format!(
+            "must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"{}\"",
+            shown(text)
+        )
     })?;
     if duration < MIN_FAILOVER_AFTER || duration > MAX_FAILOVER_AFTER {
-        return Err(format!("must be between 1s and 1h, got {text:?}"));
+        return Err(format!(
+            "must be between 1s and 1h, got \"{}\"",
+            shown(text)
+        ));
     }
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! `validation` package): DNS-1123 subdomains, qualified names (label and annotation keys) and
 //! label values. The rule modules of `validation` report through these, with their own fields.
 
+use super::violation::shown;
+
 /// Longest DNS-1123 subdomain (a Secret's or PriorityClass's name, a key's prefix).
 pub(super) const MAX_SUBDOMAIN_LENGTH: usize = 253;
 /// Longest label value, and longest name part of a qualified name.
@@ -32,7 +34,8 @@ pub(super) fn subdomain_problem(name: &str) -> Result<(), String> {
     }
     if !is_dns1123_subdomain(name) {
         return Err(format!(
-            "must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got {name:?}"
+            "must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"{}\"",
+            shown(name)
         ));
     }
     Ok(())
@@ -64,7 +67,8 @@ pub(super) fn label_key_problem(key: &str) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "must be a valid label key (an optional DNS subdomain prefix and '/', then at most {MAX_LABEL_LENGTH} letters, digits, '-', '_' or '.', starting and ending with a letter or digit), got {key:?}"
+        "must be a valid label key (an optional DNS subdomain prefix and '/', then at most {MAX_LABEL_LENGTH} letters, digits, '-', '_' or '.', starting and ending with a letter or digit), got \"{}\"",
+        shown(key)
     ))
 }
 
@@ -73,7 +77,8 @@ pub(super) fn label_key_problem(key: &str) -> Result<(), String> {
 pub(super) fn annotation_key_problem(key: &str) -> Result<(), String> {
     label_key_problem(&key.to_ascii_lowercase()).map_err(|_| {
         format!(
-            "must be a valid annotation key (an optional DNS subdomain prefix and '/', then at most {MAX_LABEL_LENGTH} letters, digits, '-', '_' or '.', starting and ending with a letter or digit), got {key:?}"
+            "must be a valid annotation key (an optional DNS subdomain prefix and '/', then at most {MAX_LABEL_LENGTH} letters, digits, '-', '_' or '.', starting and ending with a letter or digit), got \"{}\"",
+            shown(key)
         )
     })
 }
@@ -85,6 +90,7 @@ pub(super) fn label_value_problem(value: &str) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "must be a valid label value (empty, or at most {MAX_LABEL_LENGTH} letters, digits, '-', '_' or '.', starting and ending with a letter or digit), got {value:?}"
+        "must be a valid label value (empty, or at most {MAX_LABEL_LENGTH} letters, digits, '-', '_' or '.', starting and ending with a letter or digit), got \"{}\"",
+        shown(value)
     ))
 }

@@ -1,6 +1,6 @@
 //! [`Violation`], one broken admission rule (DESIGN §2): the field path as `kubectl` users write
 //! it, a message they can act on, and the effective value the update ratchet compares. Every rule
-//! module of `validation` reports through it.
+//! module of `validation` reports through it, and echoes a tenant's strings through [`shown`].
 
 use std::fmt;
 
@@ -10,7 +10,8 @@ pub struct Violation {
     /// Field path as kubectl users write it, e.g. `spec.port`.
     pub field: String,
     pub message: String,
-    /// The effective value the rule judged (default applied), as the update ratchet compares it.
+    /// The effective value the rule judged (default applied), as the update ratchet compares it:
+    /// whole, never shown (only `field` and `message` echo values, through [`shown`]).
     pub value: String,
 }
 
@@ -31,5 +32,114 @@ impl Violation {
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Most characters of a tenant's string that a message echoes (escapes included).
+pub const MAX_SHOWN_CHARS: usize = 256;
+
+/// A tenant's string as a denial, a warning or a log line may echo it: at most
+/// [`MAX_SHOWN_CHARS`] characters, then `…(N bytes)` with the whole string's size; control and
+/// other unprintable characters (newlines, ANSI escapes, bidi overrides) escaped as Rust's
+/// `{:?}` escapes them, so an echoed value cannot forge log lines or restyle a terminal.
+/// Everything else, quotes and backslashes included, is shown as it is: `redis:7.2` stays
+/// `redis:7.2`, and text that already quotes its values (a serde error) reads as before.
+///
+/// Requests are up to a MiB and a denial lists every broken rule: without the cut one value
+/// echoed in a few messages made a multi-MiB answer and log line.
+pub fn shown(value: &str) -> String {
+    let mut out = String::new();
+    let mut length = 0;
+    let mut piece = String::new();
+    for c in value.chars() {
+        piece.clear();
+        match c {
+            // Printable as they are; `escape_debug` would add a backslash.
+            '"' | '\'' | '\\' => piece.push(c),
+            _ => piece.extend(c.escape_debug()),
+        }
+        length += piece.chars().count();
+        if length > MAX_SHOWN_CHARS {
+            out.push_str(&format!("…({} bytes)", value.len()));
+            break;
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+/// A list of a tenant's strings as `["a", "b"]` (as `{:?}` writes it), each [`shown`], and no
+/// more of them once [`MAX_SHOWN_CHARS`] are written: then `…(N values)`.
+pub fn shown_list(values: &[impl AsRef<str>]) -> String {
+    let mut out = String::from("[");
+    for (i, value) in values.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+            if out.chars().count() > MAX_SHOWN_CHARS {
+                out.push_str(&format!("…({} values)", values.len()));
+                break;
+            }
+        }
+        out.push_str(&format!("\"{}\"", shown(value.as_ref())));
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_values_are_shown_as_they_are() {
+        for value in [
+            "",
+            "redis:7.2",
+            "docker.io/library/redis@sha256:abc",
+            "a\"b'c\\d",
+            "é日本",
+        ] {
+            assert_eq!(shown(value), value);
+        }
+        let longest = "x".repeat(MAX_SHOWN_CHARS);
+        assert_eq!(shown(&longest), longest);
+    }
+
+    #[test]
+    fn control_and_unprintable_characters_are_escaped() {
+        assert_eq!(
+            shown("a\nb\r\t\x1b[31m\x00\u{7f}\u{85}\u{202e}z"),
+            "a\\nb\\r\\t\\u{1b}[31m\\0\\u{7f}\\u{85}\\u{202e}z"
+        );
+    }
+
+    #[test]
+    fn long_values_are_cut_on_a_character_and_marked_with_their_size() {
+        let long = format!("{}日本語", "x".repeat(MAX_SHOWN_CHARS - 1));
+        assert_eq!(
+            shown(&long),
+            format!(
+                "{}日…({} bytes)",
+                "x".repeat(MAX_SHOWN_CHARS - 1),
+                long.len()
+            )
+        );
+        // Escapes count: the cut bounds what is echoed, not what was sent.
+        let escapes = "\x1b".repeat(1024 * 1024);
+        let cut = shown(&escapes);
+        assert!(cut.len() < MAX_SHOWN_CHARS + 32, "{}", cut.len());
+        assert!(cut.ends_with("…(1048576 bytes)"), "{cut}");
+        assert!(!cut.contains('\x1b'));
+    }
+
+    #[test]
+    fn lists_are_shown_as_debug_writes_them_and_cut() {
+        let few = ["ReadWriteOnce", "a b"];
+        assert_eq!(shown_list(&few), format!("{few:?}"));
+        assert_eq!(shown_list(&[] as &[&str]), "[]");
+        let many = vec!["x".repeat(100); 10_000];
+        let cut = shown_list(&many);
+        assert!(cut.len() < 3 * MAX_SHOWN_CHARS, "{}", cut.len());
+        assert!(cut.ends_with(", …(10000 values)]"), "{cut}");
     }
 }

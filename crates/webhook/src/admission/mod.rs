@@ -10,6 +10,7 @@
 //! - `wire`: the answer's JSON as sent, with a base64 patch.
 
 use api::Policy;
+use api::validation::shown;
 use kube::core::admission::{AdmissionResponse, Operation};
 #[cfg(test)]
 use kube::core::{DynamicObject, admission::AdmissionReview};
@@ -87,12 +88,13 @@ impl Answer {
         self.response.clone().into_review()
     }
 
-    /// `namespace/name` of the object, for logs.
+    /// `namespace/name` of the object, for logs: as the request names it, so cut and escaped
+    /// (anyone who reaches the port can send any name).
     pub fn subject(&self) -> String {
         format!(
             "{}/{}",
-            self.namespace.as_deref().unwrap_or_default(),
-            self.name
+            shown(self.namespace.as_deref().unwrap_or_default()),
+            shown(&self.name)
         )
     }
 }
@@ -147,9 +149,9 @@ fn judge(endpoint: Endpoint, policy: &Policy, review: Review) -> Answer {
             let warning = format!(
                 "redis-webhook only judges {}/Redis and its scale subresource; it was sent {}/{} {}: check the webhook configuration's rules",
                 api::GROUP,
-                kind.group,
-                kind.version,
-                kind.kind
+                shown(&kind.group),
+                shown(&kind.version),
+                shown(&kind.kind)
             );
             (with_warnings(response, vec![warning]), Outcome::Skipped)
         }
@@ -324,6 +326,73 @@ mod tests {
                     .unwrap_or_default()
                     .contains("v1 Pod")
             );
+        }
+    }
+
+    /// A tenant's string with a newline and an ANSI escape, longer than any message should be.
+    fn hostile() -> String {
+        format!("evil\n\x1b[31m{}", "a".repeat(64 * 1024))
+    }
+
+    /// What is echoed to a client or a log: short, and no control character raw.
+    fn assert_echoed_safely(what: &str, text: &str) {
+        assert!(
+            text.len() <= 2048,
+            "{what}: {} bytes: {:?}",
+            text.len(),
+            text.chars().take(300).collect::<String>()
+        );
+        assert!(
+            !text.chars().any(char::is_control),
+            "{what}: a control character is echoed raw: {:?}",
+            text.chars().take(300).collect::<String>()
+        );
+    }
+
+    fn echoed_texts(answer: &Answer) -> Vec<String> {
+        let response = response(answer);
+        let mut texts = vec![answer.subject()];
+        texts.extend(response["status"]["message"].as_str().map(str::to_owned));
+        for warning in response["warnings"].as_array().into_iter().flatten() {
+            texts.extend(warning.as_str().map(str::to_owned));
+        }
+        texts
+    }
+
+    #[test]
+    fn a_tenants_strings_are_echoed_cut_and_escaped() {
+        let hostile = hostile();
+        let mut body: Value = serde_json::from_slice(&review(
+            "CREATE",
+            // Not a variant: the spec cannot be read, and serde's error quotes the value.
+            redis_object("r", json!({"imagePullPolicy": hostile})),
+            Value::Null,
+        ))
+        .expect("decodes");
+        body["request"]["name"] = json!(hostile);
+        body["request"]["namespace"] = json!(hostile);
+        let unreadable_spec = serde_json::to_vec(&body).expect("encodes");
+        body["request"]["kind"] = json!({"group": hostile, "version": hostile, "kind": hostile});
+        let other_kind = serde_json::to_vec(&body).expect("encodes");
+        for endpoint in [Endpoint::Mutate, Endpoint::Validate] {
+            for bytes in [&unreadable_spec, &other_kind] {
+                let a = answer(endpoint, &Policy::default(), bytes).expect("answers");
+                let texts = echoed_texts(&a);
+                assert!(texts.len() >= 2, "{texts:?}");
+                for text in texts {
+                    assert_echoed_safely(endpoint.as_str(), &text);
+                }
+            }
+        }
+        // Bodies that are no review: the 400's message, which the server also logs.
+        body["request"]["operation"] = json!(hostile);
+        let bad_operation = serde_json::to_vec(&body).expect("encodes");
+        body["apiVersion"] = json!(hostile);
+        let bad_api_version = serde_json::to_vec(&body).expect("encodes");
+        for bytes in [bad_operation, bad_api_version] {
+            let bad =
+                answer(Endpoint::Validate, &Policy::default(), &bytes).expect_err("not a review");
+            assert_echoed_safely("bad review", &bad.to_string());
         }
     }
 

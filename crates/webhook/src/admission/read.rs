@@ -2,6 +2,7 @@
 //! that pass cannot read is decoded again, loosely, to say precisely what is wrong with it.
 
 use super::skim::{self, K8s, Meta};
+use api::validation::shown;
 use api::{DELETION_PROTECTION_ANNOTATION, Redis, RedisSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -309,7 +310,8 @@ fn diagnose(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, BadReview> {
         Err(typed) => {
             let value: Value = serde_json::from_slice(body).map_err(BadReview::NotJson)?;
             check_type(value.get("apiVersion"), value.get("kind"))?;
-            return Err(BadReview::NotReview(typed.to_string()));
+            // serde's errors quote what they could not read (an unknown variant, a string).
+            return Err(BadReview::NotReview(shown(&typed.to_string())));
         }
     };
     check_type(
@@ -327,7 +329,7 @@ fn check_type(api_version: Option<&Value>, kind: Option<&Value>) -> Result<(), B
     }
     let show = |v: Option<&Value>| {
         v.filter(|v| v.as_str() != Some(""))
-            .map_or_else(|| "missing".to_owned(), Value::to_string)
+            .map_or_else(|| "missing".to_owned(), |v| shown(&v.to_string()))
     };
     Err(BadReview::NotReview(format!(
         "apiVersion is {}, kind is {}",
@@ -342,6 +344,7 @@ pub(super) enum ObjectError {
     Missing,
     #[error("spec must be an object")]
     SpecNotAnObject,
+    /// serde's error, through [`shown`]: it quotes the tenant's value it could not read.
     #[error("{0}")]
     Decode(String),
 }
@@ -352,7 +355,9 @@ fn reviewed(object: Option<DynamicObject>) -> Reading {
     let spec = match object.data.get("spec") {
         None | Some(Value::Null) => None,
         Some(s) if !s.is_object() => return Err(ObjectError::SpecNotAnObject),
-        Some(s) => Some(RedisSpec::deserialize(s).map_err(|e| ObjectError::Decode(e.to_string()))?),
+        Some(s) => Some(
+            RedisSpec::deserialize(s).map_err(|e| ObjectError::Decode(shown(&e.to_string())))?,
+        ),
     };
     let ObjectMeta {
         name,
