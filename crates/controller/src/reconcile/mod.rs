@@ -189,16 +189,19 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             .and_then(|r| r.decision.primary.as_deref()),
     );
     let steps = plan::plan(replicas, &hash, &views);
-    // A pod whose claim name another object holds would mount that claim: not created.
+    // A pod whose claim name another object holds would mount that claim: not created. Nor is
+    // any pod of a Redis with storage whose claims could not be looked after in this pass.
     let held_claims: Vec<u32> = claims
         .iter()
         .flat_map(|report| report.conflicts.iter().map(|c| c.ordinal))
         .collect();
+    let claims_unknown = redis.spec.storage.is_some() && claims.is_none();
     let steps: Vec<PodStep> = steps
         .into_iter()
-        .filter(
-            |step| !matches!(step, PodStep::Create { ordinal } if held_claims.contains(ordinal)),
-        )
+        .filter(|step| match step {
+            PodStep::Create { ordinal } => !claims_unknown && !held_claims.contains(ordinal),
+            _ => true,
+        })
         .collect();
     let next_pass = if replication.is_some() {
         replication::POLL
