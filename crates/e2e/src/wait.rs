@@ -52,3 +52,29 @@ where
 pub fn seen(err: kube::Error) -> String {
     format!("API error: {err}")
 }
+
+/// Waits until Redis `name` reports its Ready condition False with `reason`; its message.
+pub async fn wait_not_ready_because(
+    redis: &kube::Api<api::Redis>,
+    name: &str,
+    reason: &str,
+    timeout: Duration,
+) -> Result<String, Error> {
+    wait_for(
+        &format!("Redis {name}: Ready False, reason {reason}"),
+        timeout,
+        || async {
+            let current = redis.get(name).await.map_err(seen)?;
+            let ready = current
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .cloned();
+            match ready {
+                Some(c) if c.status == "False" && c.reason == reason => Ok(c.message),
+                other => Err(format!("Ready is {other:?}")),
+            }
+        },
+    )
+    .await
+}

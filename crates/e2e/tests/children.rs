@@ -414,23 +414,7 @@ async fn a_redis_never_takes_over_a_service_or_pdb_it_does_not_own() -> Result<(
     create_redis(&ns, "web", 1, 6379).await?;
     wait_ready_pods(&ns, "web", 1).await?;
     let redises: Api<Redis> = ns.api();
-    let message = wait_for(
-        "Redis web: Ready False, reason NameConflict",
-        CONVERGE,
-        || async {
-            let redis = redises.get("web").await.map_err(seen)?;
-            let ready = redis
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
-                .cloned();
-            match ready {
-                Some(c) if c.status == "False" && c.reason == "NameConflict" => Ok(c.message),
-                other => Err(format!("Ready is {other:?}")),
-            }
-        },
-    )
-    .await?;
+    let message = e2e::wait_not_ready_because(&redises, "web", "NameConflict", CONVERGE).await?;
     assert!(message.contains("Service web"), "{message}");
     assert!(message.contains("PodDisruptionBudget web"), "{message}");
 

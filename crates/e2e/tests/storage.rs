@@ -429,23 +429,7 @@ async fn a_claim_the_redis_did_not_make_is_never_mounted() -> Result<(), Error> 
 
     create(&ns, "taken", 1, json!({"size": "64Mi"})).await?;
     let redis: Api<Redis> = ns.api();
-    let message = wait_for(
-        "Redis taken: Ready False, reason ClaimConflict",
-        CONVERGE,
-        || async {
-            let current = redis.get("taken").await.map_err(seen)?;
-            let ready = current
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
-                .cloned();
-            match ready {
-                Some(c) if c.status == "False" && c.reason == "ClaimConflict" => Ok(c.message),
-                other => Err(format!("Ready is {other:?}")),
-            }
-        },
-    )
-    .await?;
+    let message = e2e::wait_not_ready_because(&redis, "taken", "ClaimConflict", CONVERGE).await?;
     assert!(message.contains("data-taken-0"), "{message}");
     let pods: Api<Pod> = ns.api();
     assert!(

@@ -137,17 +137,6 @@ fn shipped() -> webhook::Config {
     webhook::Config::from(cli.serve)
 }
 
-/// The process's peak resident memory (VmHWM), in bytes.
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reads /proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM in /proc/self/status")
-        * 1024
-}
-
 #[tokio::test]
 async fn a_stream_flood_leaves_reviews_answered_and_memory_bounded() {
     const STREAMS: usize = 200;
@@ -164,7 +153,7 @@ async fn a_stream_flood_leaves_reviews_answered_and_memory_bounded() {
     .await;
     // Warm up, then take the baseline.
     common::post(&running, "/validate", valid_review()).await;
-    let before = peak_rss();
+    let before = common::peak_rss();
 
     // One HTTP/2 connection opens STREAMS requests, each sending a body just under the limit
     // and never finishing it.
@@ -218,7 +207,7 @@ async fn a_stream_flood_leaves_reviews_answered_and_memory_bounded() {
     }
 
     // The flood pushed STREAMS x ~1 MiB at the webhook; it held at most its limits of it.
-    let grown = peak_rss().saturating_sub(before);
+    let grown = common::peak_rss().saturating_sub(before);
     assert!(
         grown < 64 * 1024 * 1024,
         "peak RSS grew by {} MiB during the flood",

@@ -12,17 +12,6 @@ use std::time::Duration;
 /// Stops a test that would otherwise hang; never a measure of speed.
 const GUARD: Duration = Duration::from_secs(120);
 
-/// The process's peak resident memory (VmHWM), in bytes.
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reads /proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM in /proc/self/status")
-        * 1024
-}
-
 /// A review of a Redis whose `spec.replicas` is an array of `items` zeros: the typed reading
 /// refuses it, the loose one reads every item.
 fn refused_review(items: usize) -> Vec<u8> {
@@ -55,7 +44,7 @@ async fn sixteen_bodies_for_the_loose_reading_at_once_cost_the_memory_of_one() {
     // The client's copies are made before the baseline: only the webhook's memory is measured.
     let bodies = vec![body; BODIES];
     std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS");
-    let before = peak_rss();
+    let before = common::peak_rss();
 
     let posts = bodies
         .into_iter()
@@ -76,7 +65,7 @@ async fn sixteen_bodies_for_the_loose_reading_at_once_cost_the_memory_of_one() {
         answers.iter().any(|(status, _)| status.is_success()),
         "at least the first bodies are explained"
     );
-    let grown = peak_rss().saturating_sub(before);
+    let grown = common::peak_rss().saturating_sub(before);
     eprintln!("peak RSS grew by {} MiB", grown / (1024 * 1024));
     assert!(
         grown < 64 * 1024 * 1024,

@@ -2,37 +2,28 @@
 //! not Ready, reason `NameConflict`, naming the object. Pure.
 
 use super::NameConflict;
-use crate::k8s::conditions::{READY, set_not_ready};
+use crate::k8s::conditions::not_ready_for;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The Ready condition's reason while a child's name is held by another object.
 pub const NAME_CONFLICT: &str = "NameConflict";
 
-/// The status with Ready False for the first conflict (every one of them named in the message);
+/// The status with Ready False while any name is held (each one named in the message);
 /// unchanged without conflicts.
 pub fn with_conflicts(
-    mut status: api::RedisStatus,
+    status: api::RedisStatus,
     conflicts: &[NameConflict],
     stored: Option<&api::RedisStatus>,
     now: Time,
 ) -> api::RedisStatus {
-    if conflicts.is_empty() {
-        return status;
-    }
-    let message = conflicts
-        .iter()
-        .map(NameConflict::message)
-        .collect::<Vec<_>>()
-        .join("; ");
-    if let Some(ready) = status.conditions.iter_mut().find(|c| c.type_ == READY) {
-        set_not_ready(ready, NAME_CONFLICT, message, stored, now);
-    }
-    status
+    let messages = conflicts.iter().map(NameConflict::message).collect();
+    not_ready_for(status, NAME_CONFLICT, messages, stored, now)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::conditions::READY;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
     fn ready(status: &str) -> api::RedisStatus {

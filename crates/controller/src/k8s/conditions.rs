@@ -68,6 +68,25 @@ pub fn set_not_ready(
     ready.last_transition_time = transition_time(stored_status, READY, "False", now);
 }
 
+/// `status` with its Ready condition False for `reason`, the `messages` joined by `; `;
+/// unchanged when there are none. For conflicts a feature reports (names, claims) whatever the
+/// pods say.
+pub fn not_ready_for(
+    mut status: RedisStatus,
+    reason: &str,
+    messages: Vec<String>,
+    stored_status: Option<&RedisStatus>,
+    now: Time,
+) -> RedisStatus {
+    if messages.is_empty() {
+        return status;
+    }
+    if let Some(ready) = status.conditions.iter_mut().find(|c| c.type_ == READY) {
+        set_not_ready(ready, reason, messages.join("; "), stored_status, now);
+    }
+    status
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! What persistence says in the status (DESIGN §3d): the `StorageResized` condition. Pure.
 
-use crate::k8s::conditions::{READY, condition, set_not_ready};
+use crate::k8s::conditions::{condition, not_ready_for};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The condition saying whether every claim requests `spec.storage.size` (present only with
@@ -49,24 +49,15 @@ impl ClaimConflict {
 
 /// The status with Ready False for held claim names; unchanged without them.
 pub fn with_conflicts(
-    mut status: api::RedisStatus,
+    status: api::RedisStatus,
     report: Option<&ClaimsReport>,
     stored: Option<&api::RedisStatus>,
     now: Time,
 ) -> api::RedisStatus {
-    let Some(report) = report.filter(|r| !r.conflicts.is_empty()) else {
-        return status;
-    };
-    let message = report
-        .conflicts
-        .iter()
-        .map(ClaimConflict::message)
-        .collect::<Vec<_>>()
-        .join("; ");
-    if let Some(ready) = status.conditions.iter_mut().find(|c| c.type_ == READY) {
-        set_not_ready(ready, CLAIM_CONFLICT, message, stored, now);
-    }
-    status
+    let messages = report
+        .map(|r| r.conflicts.iter().map(ClaimConflict::message).collect())
+        .unwrap_or_default();
+    not_ready_for(status, CLAIM_CONFLICT, messages, stored, now)
 }
 
 /// The status with the `StorageResized` condition (only with `spec.storage`); the transition time

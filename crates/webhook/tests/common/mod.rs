@@ -290,3 +290,14 @@ pub fn redis(name: &str, spec: Value) -> Value {
         "spec": spec
     })
 }
+
+/// The test process's peak resident memory (VmHWM), in bytes.
+pub fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("reads /proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM in /proc/self/status")
+        * 1024
+}
