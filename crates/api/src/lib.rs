@@ -23,6 +23,7 @@ pub mod defaults;
 pub mod exporter;
 pub mod pods;
 pub mod schema;
+pub mod shown;
 pub mod storage;
 pub mod types;
 pub mod validation;

@@ -6,7 +6,7 @@
 //! [`StorageSpec`] the first time the ordinal is needed. What happens to the claims when the Redis
 //! is deleted or scaled down follows the StatefulSet's `persistentVolumeClaimRetentionPolicy`.
 
-use crate::validation::{shown, shown_list};
+use crate::shown::{shown, shown_list};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
