@@ -4,8 +4,9 @@
 #
 #   images.sh base                         the pod sandbox image (registry.k8s.io/pause:3.10, our
 #                                          bin/pause) and the Redis image (localhost/redis:bed, and
-#                                          localhost/redis:<version>): Debian's redis-server and
-#                                          redis-cli with the libraries they link, uid 999;
+#                                          localhost/redis:<version>): Debian's redis-server,
+#                                          redis-cli and dash as /bin/sh with the libraries they
+#                                          link, uid 999;
 #                                          and the metrics exporter (localhost/redis-exporter:bed,
 #                                          and localhost/redis-exporter:<version>): Debian's
 #                                          prometheus-redis-exporter (oliver006's redis_exporter,
@@ -101,6 +102,9 @@ build_base() {
   local rootfs="${work}/redis"
   copy_binary "$rootfs" /usr/bin/redis-server /usr/bin/redis-server
   copy_binary "$rootfs" /usr/bin/redis-cli /usr/bin/redis-cli
+  # A POSIX shell, as the official images have (Debian's dash, alpine's busybox ash): a Redis
+  # with auth starts through `sh -c` (the controller's pods::build::AUTH_LAUNCHER).
+  copy_binary "$rootfs" /usr/bin/dash /bin/sh
   base_files "$rootfs" redis 999
   install -d -m 0755 -o 999 -g 999 "${rootfs}/data"
   pack redis "$rootfs" --tag localhost/redis:bed --tag "localhost/redis:${redis_version}" \

@@ -46,11 +46,47 @@ const REDISCLI_AUTH_ENV: &str = "REDISCLI_AUTH";
 const DATA_VOLUME: &str = api::storage::DATA_VOLUME;
 const DATA_PATH: &str = "/data";
 
+/// How a container with auth starts: `sh -c AUTH_LAUNCHER redis-server <options>`. The shell
+/// turns `$REDIS_PASSWORD` into `requirepass` and `masterauth` lines of Redis's config format
+/// (in double quotes, with `"`, `\` and newlines escaped, so that no password can add a
+/// directive) and hands them to `redis-server -` on stdin, the options following. A
+/// here-document is a pipe: nothing is written to the read-only root filesystem. `exec` keeps
+/// redis-server the process that gets the kubelet's SIGTERM. The password is then in no
+/// process's command line (`/proc/*/cmdline`, `ps` on the node), where
+/// `--requirepass $(REDIS_PASSWORD)` put it.
+///
+/// POSIX sh and its builtins only (the official images' dash and busybox ash), and no `$(` or
+/// `$$` in the text: the kubelet would take those for its own `$(VAR)` expansion.
+pub const AUTH_LAUNCHER: &str = r#"p=$REDIS_PASSWORD q=
+while [ -n "$p" ]; do
+  r=${p#?}
+  c=${p%"$r"}
+  p=$r
+  case $c in
+    '"' | \\) q=$q\\$c ;;
+    '
+') q=$q\\n ;;
+    *) q=$q$c ;;
+  esac
+done
+exec redis-server - "$@" <<EOF
+requirepass "$q"
+masterauth "$q"
+EOF
+"#;
+
+/// The command of a container with auth: the launcher, its `$0` `redis-server`; the container's
+/// args are redis-server's options.
+fn auth_launcher() -> Vec<String> {
+    ["sh", "-c", AUTH_LAUNCHER, "redis-server"]
+        .map(str::to_owned)
+        .to_vec()
+}
+
 /// The pod spec every pod of this Redis runs (the same for all ordinals).
 pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
     let port = spec.port();
     let mut args = vec![
-        "redis-server".to_owned(),
         "--port".to_owned(),
         port.to_string(),
         // Protected mode refuses every client but loopback when no password is set; the
@@ -76,21 +112,21 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             args.extend(["--appendonly".to_owned(), "yes".to_owned()]);
         }
     }
-    // Auth: the kubelet expands `$(REDIS_PASSWORD)` from the container's environment, which
-    // reads the Secret; the pod spec names the Secret only, never the password. A rotation
-    // changes the Secret, not this spec: no rolling restart (the operator sets the new password
-    // live, see `auth`), and every container started later reads the Secret's current value.
+    // Auth: the container's environment reads the password from the Secret; the pod spec names
+    // the Secret only, never the password. A rotation changes the Secret, not this spec: no
+    // rolling restart (the operator sets the new password live, see `auth`), and every container
+    // started later reads the Secret's current value. It reaches redis-server through
+    // [`AUTH_LAUNCHER`], on stdin, never in an argument: anyone on the node can read a process's
+    // command line.
     let env = spec.auth_secret().map(|(name, key)| {
         let from_secret = |var: &str| secret_env(var, name, key);
-        let password = format!("$({PASSWORD_ENV})");
-        args.extend([
-            "--requirepass".to_owned(),
-            password.clone(),
-            "--masterauth".to_owned(),
-            password,
-        ]);
         vec![from_secret(PASSWORD_ENV), from_secret(REDISCLI_AUTH_ENV)]
     });
+    let (command, args) = match env {
+        Some(_) => (Some(auth_launcher()), args),
+        // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
+        None => (None, [vec!["redis-server".to_owned()], args].concat()),
+    };
     let ping = Probe {
         exec: Some(ExecAction {
             command: Some(vec![
@@ -130,7 +166,7 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         name: CONTAINER.into(),
         image: Some(spec.image().to_owned()),
         image_pull_policy: Some(spec.image_pull_policy().as_str().to_owned()),
-        // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
+        command,
         args: Some(args),
         env,
         ports: Some(vec![ContainerPort {

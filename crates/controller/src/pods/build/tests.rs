@@ -216,19 +216,15 @@ fn auth_reads_the_password_from_the_secret_never_in_clear() {
     let r = redis(json!({"auth": {"secretRef": {"name": "cache-auth"}}}));
     let spec = pod_spec(&r.spec);
     let c = serde_json::to_value(&spec.containers[0]).expect("json");
+    // The launcher hands the password to redis-server on stdin: no argument carries it, not
+    // even as a `$(REDIS_PASSWORD)` the kubelet would expand into the command line.
+    assert_eq!(
+        c["command"],
+        json!(["sh", "-c", AUTH_LAUNCHER, "redis-server"])
+    );
     assert_eq!(
         c["args"],
-        json!([
-            "redis-server",
-            "--port",
-            "6379",
-            "--protected-mode",
-            "no",
-            "--requirepass",
-            "$(REDIS_PASSWORD)",
-            "--masterauth",
-            "$(REDIS_PASSWORD)"
-        ])
+        json!(["--port", "6379", "--protected-mode", "no"])
     );
     let from =
         json!({"secretKeyRef": {"name": "cache-auth", "key": "password", "optional": false}});
@@ -254,10 +250,6 @@ fn auth_reads_the_password_from_the_secret_never_in_clear() {
             "--replicaof".to_owned(),
             FENCE_HOST.to_owned(),
             FENCE_PORT.to_string(),
-            "--requirepass".to_owned(),
-            "$(REDIS_PASSWORD)".to_owned(),
-            "--masterauth".to_owned(),
-            "$(REDIS_PASSWORD)".to_owned(),
         ]),
         "{args:?}"
     );
@@ -276,6 +268,17 @@ fn auth_reads_the_password_from_the_secret_never_in_clear() {
 fn no_auth_no_env() {
     let spec = pod_spec(&redis(json!({})).spec);
     assert!(spec.containers[0].env.is_none());
+    // Without a password the image's entrypoint runs redis-server as it always did.
+    assert!(spec.containers[0].command.is_none());
+    let args = spec.containers[0].args.clone().unwrap_or_default();
+    assert_eq!(args.first().map(String::as_str), Some("redis-server"));
+}
+
+#[test]
+fn the_auth_launcher_gives_the_kubelet_nothing_to_expand() {
+    // The kubelet expands `$(VAR)` and turns `$$` into `$` in a container's command and args.
+    assert!(!AUTH_LAUNCHER.contains("$("), "{AUTH_LAUNCHER}");
+    assert!(!AUTH_LAUNCHER.contains("$$"), "{AUTH_LAUNCHER}");
 }
 
 #[test]
@@ -326,7 +329,10 @@ fn the_hash_of_a_spec_without_new_fields_is_the_one_pods_already_carry() {
                 "exporter": {"port": 9121},
                 "podDisruptionBudget": {"maxUnavailable": 1}
             }),
-            "19406179e65c2c13",
+            // Changed on purpose once, for every Redis with auth (one rolling update each on the
+            // upgrade, primaries switched over): the password left redis-server's command line
+            // (AUTH_LAUNCHER). Was 19406179e65c2c13.
+            "76222105ed916e58",
         ),
     ] {
         let r = redis(spec.clone());
