@@ -373,7 +373,34 @@ fn data_volume(spec: &RedisSpec) -> Volume {
 /// every release of the operator (unlike `std`'s hasher).
 pub fn spec_hash(spec: &PodSpec) -> String {
     // k8s-openapi serializes maps in key order, so the JSON is canonical.
-    short_digest(&serde_json::to_vec(spec).unwrap_or_default())
+    short_digest(&serde_json::to_vec(&hashed(spec)).unwrap_or_default())
+}
+
+/// What the hash covers of a pod spec: the spec, but a container started through
+/// [`AUTH_LAUNCHER`] as the releases before it started one, with `--requirepass
+/// $(REDIS_PASSWORD) --masterauth $(REDIS_PASSWORD)` after redis-server's options. So an upgrade
+/// of the operator replaces no pod of a Redis with auth (a standalone one without storage would
+/// lose its data): pods started the old way keep running until something else replaces them,
+/// and every pod made from now on gets the launcher.
+fn hashed(spec: &PodSpec) -> std::borrow::Cow<'_, PodSpec> {
+    let launched = |c: &Container| c.command.as_deref() == Some(auth_launcher().as_slice());
+    if !spec.containers.iter().any(launched) {
+        return std::borrow::Cow::Borrowed(spec);
+    }
+    let mut legacy = spec.clone();
+    for container in legacy.containers.iter_mut().filter(|c| launched(c)) {
+        let password = format!("$({PASSWORD_ENV})");
+        let options = container.args.take().unwrap_or_default();
+        container.command = None;
+        container.args = Some(
+            std::iter::once("redis-server".to_owned())
+                .chain(options)
+                .chain(["--requirepass".to_owned(), password.clone()])
+                .chain(["--masterauth".to_owned(), password])
+                .collect(),
+        );
+    }
+    std::borrow::Cow::Owned(legacy)
 }
 
 /// The hash the pods of a Redis carry ([`SPEC_HASH_ANNOTATION`]): [`spec_hash`] of `pod_spec`
@@ -386,7 +413,7 @@ pub fn spec_hash(spec: &PodSpec) -> String {
 /// pod. That is also why the default spread is not in `pod_spec` but added by [`desired_pod`]:
 /// pods made before it existed stay as they are, and pods made from now on get it.
 pub fn pod_hash(spec: &RedisSpec, pod_spec: &PodSpec) -> String {
-    let mut json = serde_json::to_vec(pod_spec).unwrap_or_default();
+    let mut json = serde_json::to_vec(&hashed(pod_spec)).unwrap_or_default();
     let metadata: BTreeMap<&str, BTreeMap<String, String>> = [
         ("podAnnotations", user_annotations(spec)),
         ("podLabels", user_labels(spec)),
