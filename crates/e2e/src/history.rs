@@ -4,6 +4,7 @@
 //! pods acknowledging as primary at once). Used by the chaos and node-loss tests.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -177,6 +178,55 @@ impl History {
     pub fn take(shared: &Mutex<History>) -> History {
         std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// Writes the history to `path` as JSON lines, in time order, for rechecking a run after it
+    /// ended: every acknowledgement (`{"ack": key, "value", "server", "sent_ms", "acked_ms"}`),
+    /// every `event` (`{"event": what, "at_ms"}`, e.g. a fault injected) and every key found
+    /// `lost` (`{"lost": key}`, last). Times are milliseconds since `origin`.
+    pub fn write_jsonl(
+        &self,
+        path: &Path,
+        origin: Instant,
+        events: &[(Instant, String)],
+        lost: &[String],
+    ) -> Result<(), Error> {
+        let ms = |t: Instant| t.saturating_duration_since(origin).as_millis();
+        let mut lines: Vec<(u128, serde_json::Value)> = self
+            .acks
+            .iter()
+            .map(|a| {
+                let line = serde_json::json!({
+                    "ack": a.key, "value": a.value, "server": a.server,
+                    "sent_ms": ms(a.sent), "acked_ms": ms(a.acked),
+                });
+                (ms(a.sent), line)
+            })
+            .chain(events.iter().map(|(at, what)| {
+                (
+                    ms(*at),
+                    serde_json::json!({"event": what, "at_ms": ms(*at)}),
+                )
+            }))
+            .collect();
+        lines.sort_by_key(|(at, _)| *at);
+        let mut text = String::new();
+        for line in lines
+            .into_iter()
+            .map(|(_, l)| l)
+            .chain(lost.iter().map(|key| serde_json::json!({ "lost": key })))
+        {
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        let failed = |e: std::io::Error| Error::Process {
+            what: format!("writing the history to {}", path.display()),
+            reason: e.to_string(),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(failed)?;
+        }
+        std::fs::write(path, text).map_err(failed)
+    }
 }
 
 #[cfg(test)]
@@ -205,5 +255,39 @@ mod tests {
         // acknowledged by the old one.
         let split = [ack("a", "10.0.0.1", 0, 100), ack("b", "10.0.0.2", 50, 60)];
         assert_eq!(overlapping(&split).len(), 1);
+    }
+
+    #[test]
+    fn a_written_history_is_in_time_order_with_the_faults_and_the_lost_keys_last() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let ack = |key: &str, sent: u64| Ack {
+            key: key.into(),
+            value: 7,
+            server: "10.0.0.1".into(),
+            sent: at(sent),
+            acked: at(sent + 5),
+        };
+        let history = History {
+            acks: vec![ack("w0-2", 40), ack("w0-1", 10)],
+            unacknowledged: 0,
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("h").join("history.jsonl");
+        let fault = [(at(20), "round 1: ContainerKill on cache-0".to_owned())];
+        history
+            .write_jsonl(&path, t0, &fault, &["w0-1".to_owned()])
+            .expect("written");
+        let text = std::fs::read_to_string(&path).expect("read back");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[0]["ack"], "w0-1");
+        assert_eq!(lines[0]["acked_ms"], 15);
+        assert_eq!(lines[1]["event"], "round 1: ContainerKill on cache-0");
+        assert_eq!(lines[2]["ack"], "w0-2");
+        assert_eq!(lines[3]["lost"], "w0-1");
     }
 }

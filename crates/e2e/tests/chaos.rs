@@ -338,6 +338,8 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = node::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
+    let origin = std::time::Instant::now();
+    let mut events: Vec<(std::time::Instant, String)> = Vec::new();
     let writers: Vec<Writer> = (0..2)
         .map(|id| {
             let password = Some(PASSWORD.to_owned());
@@ -361,6 +363,10 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         let fault = kinds[rng.random_range(0..kinds.len())];
         tokio::time::sleep(Duration::from_millis(rng.random_range(1000..3000))).await;
         eprintln!("chaos round {round}/{rounds}: {fault:?} on {primary}");
+        events.push((
+            std::time::Instant::now(),
+            format!("round {round}: {fault:?} on {primary}"),
+        ));
         let faulted_node = match bed.inject(fault, &primary, &mut rng).await {
             Ok(node) => node,
             Err(e) => {
@@ -411,6 +417,13 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     let lost = lost_on(&final_ip, PORT, PASSWORD, &history.acks).await?;
     let overlaps = overlapping(&history.acks);
     let servers: BTreeSet<&str> = history.acks.iter().map(|a| a.server.as_str()).collect();
+    // The history stays behind for rechecking, next to the run's operator logs.
+    let recorded = repo_root()
+        .join("target")
+        .join("e2e-logs")
+        .join(bed.ns.name())
+        .join(format!("history-{seed}.jsonl"));
+    history.write_jsonl(&recorded, origin, &events, &lost)?;
     let counts: Vec<String> = injected
         .iter()
         .map(|(f, n)| format!("{f:?} x{n}"))
@@ -426,6 +439,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         lost.len(),
         overlaps.len()
     );
+    eprintln!("chaos: history in {}", recorded.display());
     outcome?;
     assert!(
         history.acks.len() > 20,
