@@ -191,8 +191,8 @@ fn containerd_socket(node: &str) -> PathBuf {
     repo_root().join(format!(".cluster/node/{node}/containerd/containerd.sock"))
 }
 
-/// The host pid of the main process of the pod's container `container`, from the runtime.
-pub async fn container_pid(pod: &Pod, container: &str) -> Result<u32, String> {
+/// The containerd id of the pod's container `container`, and the node it runs on.
+fn container_id<'p>(pod: &'p Pod, container: &str) -> Result<(&'p str, &'p str), String> {
     let id = pod
         .status
         .as_ref()
@@ -202,6 +202,29 @@ pub async fn container_pid(pod: &Pod, container: &str) -> Result<u32, String> {
         .and_then(|id| id.strip_prefix("containerd://"))
         .ok_or_else(|| format!("container {container} has no containerd id yet"))?;
     let node = node_of(pod).ok_or_else(|| "the pod is not scheduled yet".to_owned())?;
+    Ok((id, node))
+}
+
+/// The command line the runtime was given for the pod's container `container` (its OCI spec's
+/// `process.args`, as `crictl inspect` shows it to whoever may use the runtime's socket).
+pub async fn runtime_command_line(pod: &Pod, container: &str) -> Result<Vec<String>, String> {
+    let (id, node) = container_id(pod, container)?;
+    let output = Command::new("ctr")
+        .arg("--address")
+        .arg(containerd_socket(node))
+        .args(["--namespace", "k8s.io", "containers", "info", id])
+        .output()
+        .await
+        .map_err(|e| format!("running ctr: {e}"))?;
+    let info: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("reading ctr containers info {id}: {e}"))?;
+    serde_json::from_value(info["Spec"]["process"]["args"].clone())
+        .map_err(|e| format!("the OCI spec of {id} has no process.args: {e}"))
+}
+
+/// The host pid of the main process of the pod's container `container`, from the runtime.
+pub async fn container_pid(pod: &Pod, container: &str) -> Result<u32, String> {
+    let (id, node) = container_id(pod, container)?;
     let output = Command::new("ctr")
         .arg("--address")
         .arg(containerd_socket(node))

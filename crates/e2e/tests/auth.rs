@@ -94,21 +94,27 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         .context("creating the Redis")?;
     let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
-    // The pod spec names the Secret; the password is nowhere in it.
+    // The pod spec names the Secret; the password is nowhere in it, nor in the command line the
+    // runtime was given (redis-server reads it on stdin).
     let pod_api: Api<Pod> = ns.api();
-    let spec_json = serde_json::to_string(
-        &pod_api
-            .get(&primary)
-            .await
-            .context("reading the primary")?
-            .spec,
-    )
-    .unwrap_or_default();
+    let primary_pod = pod_api.get(&primary).await.context("reading the primary")?;
+    let spec_json = serde_json::to_string(&primary_pod.spec).unwrap_or_default();
     assert!(
         !spec_json.contains(FIRST),
         "the password is in the pod spec"
     );
-    assert!(spec_json.contains("$(REDIS_PASSWORD)"), "{spec_json}");
+    assert!(spec_json.contains("secretKeyRef"), "{spec_json}");
+    let command_line = node::runtime_command_line(&primary_pod, "redis")
+        .await
+        .map_err(|reason| Error::Process {
+            what: format!("reading {primary}'s command line from the runtime"),
+            reason,
+        })?;
+    assert_eq!(command_line.first().map(String::as_str), Some("sh"));
+    assert!(
+        command_line.iter().all(|arg| !arg.contains(FIRST)),
+        "the password is in the runtime's command line: {command_line:?}"
+    );
 
     // (a) Without the password every pod refuses; with it, PONG.
     let before = pods(&ns).await?;
