@@ -104,6 +104,16 @@ impl Error {
     pub fn retry_class(&self) -> RetryClass {
         match self {
             Error::PodsRemaining(_) => RetryClass::Waiting,
+            // A redis-server loading its dataset (after a full sync, or from disk) refuses
+            // REPLICAOF and CONFIG until it is done, which takes minutes for a large one. That
+            // is waiting, not failing: backing off would stretch each pass's wait towards five
+            // minutes, and a failover due meanwhile would wait that long too.
+            Error::Redis { source, .. }
+                if source.kind()
+                    == redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading) =>
+            {
+                RetryClass::Waiting
+            }
             Error::Kube(kube::Error::Api(status))
             | Error::Child {
                 source: kube::Error::Api(status),
@@ -173,6 +183,30 @@ mod tests {
         assert_eq!(backoff(10), MAX_BACKOFF);
         assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
         assert!((0..40).all(|n| backoff(n) <= backoff(n + 1)));
+    }
+
+    #[test]
+    fn a_redis_server_loading_its_dataset_is_waited_for_not_backed_off_from() {
+        let reply = |text: &[u8]| match redis::parse_redis_value(text) {
+            Ok(redis::Value::ServerError(e)) => redis::RedisError::from(e),
+            other => panic!("not an error reply: {other:?}"),
+        };
+        let redis = |source| Error::Redis {
+            pod: "r-1".into(),
+            source,
+        };
+        let loading = redis(reply(
+            b"-LOADING Redis is loading the dataset in memory\r\n",
+        ));
+        assert_eq!(loading.retry_class(), RetryClass::Waiting);
+        // Through the finalizer helper, as the reconciler sees it.
+        let wrapped = Error::Finalizer(Box::new(kube::runtime::finalizer::Error::ApplyFailed(
+            loading,
+        )));
+        assert_eq!(wrapped.retry_class(), RetryClass::Waiting);
+        // Any other refusal still backs off.
+        let other = redis(reply(b"-ERR unknown command\r\n"));
+        assert_eq!(other.retry_class(), RetryClass::Transient);
     }
 
     #[test]
