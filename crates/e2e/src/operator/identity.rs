@@ -125,7 +125,9 @@ impl ControllerIdentity {
 
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
-                expiration_seconds: Some(3600),
+                // A day: a long chaos run (`make chaos ROUNDS=200`, over an hour) outlived a
+                // one-hour token, and its controllers lost the API (401) and their Lease.
+                expiration_seconds: Some(86_400),
                 ..TokenRequestSpec::default()
             }),
             ..TokenRequest::default()
