@@ -185,7 +185,8 @@ e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local tes
 
 # `make chaos ROUNDS=200`: the randomized fault test (crates/e2e/tests/chaos.rs) with ROUNDS faults
 # (`make test` runs its default, 4); SEED replays a run (CHAOS_SEED, printed by every run);
-# FAULTS=NodeStop,PrimaryFreeze draws from those kinds only (CHAOS_FAULTS).
+# FAULTS=NodeStop,PrimaryFreeze draws from those kinds only (CHAOS_FAULTS). `touch target/chaos-stop`
+# ends a run after the round under way, and its history is still checked.
 ROUNDS ?= 50
 SEED ?=
 FAULTS ?=

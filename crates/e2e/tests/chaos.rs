@@ -12,7 +12,8 @@
 //!
 //! `CHAOS_ROUNDS` (default 4, `make chaos ROUNDS=N` for long runs), `CHAOS_SEED` (default:
 //! from the clock, printed, to replay a run) and `CHAOS_FAULTS` (default: all; a comma-separated
-//! list of fault names such as `NodeStop,PrimaryFreeze` to draw from).
+//! list of fault names such as `NodeStop,PrimaryFreeze` to draw from). `touch target/chaos-stop`
+//! ends a run early, after the round under way, and still checks it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -359,7 +360,18 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
 
     let mut injected: BTreeMap<Fault, u32> = BTreeMap::new();
     let mut outcome = Ok(());
+    // `touch target/chaos-stop` ends a long run after the round under way; its history is
+    // checked as usual.
+    let stop_file = repo_root().join("target").join("chaos-stop");
+    let _ = std::fs::remove_file(&stop_file);
     for round in 1..=rounds {
+        if stop_file.exists() {
+            eprintln!(
+                "chaos: {} found, stopping before round {round}",
+                stop_file.display()
+            );
+            break;
+        }
         let fault = kinds[rng.random_range(0..kinds.len())];
         tokio::time::sleep(Duration::from_millis(rng.random_range(1000..3000))).await;
         eprintln!("chaos round {round}/{rounds}: {fault:?} on {primary}");
