@@ -77,10 +77,10 @@ EOF
 
 /// The command of a container with auth: the launcher, its `$0` `redis-server`; the container's
 /// args are redis-server's options.
+const AUTH_COMMAND: [&str; 4] = ["sh", "-c", AUTH_LAUNCHER, "redis-server"];
+
 fn auth_launcher() -> Vec<String> {
-    ["sh", "-c", AUTH_LAUNCHER, "redis-server"]
-        .map(str::to_owned)
-        .to_vec()
+    AUTH_COMMAND.map(str::to_owned).to_vec()
 }
 
 /// The pod spec every pod of this Redis runs (the same for all ordinals).
@@ -383,7 +383,12 @@ pub fn spec_hash(spec: &PodSpec) -> String {
 /// lose its data): pods started the old way keep running until something else replaces them,
 /// and every pod made from now on gets the launcher.
 fn hashed(spec: &PodSpec) -> std::borrow::Cow<'_, PodSpec> {
-    let launched = |c: &Container| c.command.as_deref() == Some(auth_launcher().as_slice());
+    // Compared in place: the hash is taken every pass.
+    let launched = |c: &Container| {
+        c.command
+            .as_deref()
+            .is_some_and(|command| command.iter().map(String::as_str).eq(AUTH_COMMAND))
+    };
     if !spec.containers.iter().any(launched) {
         return std::borrow::Cow::Borrowed(spec);
     }
