@@ -394,4 +394,20 @@ node_start_kubelet() {
     --node-labels="${NODE_LABEL}=real" \
     --register-with-taints="${NODE_LABEL}=real:NoSchedule" \
     --v=1
+  node_wait_device_plugin_socket
+}
+
+# Every kubelet serves device-plugin registration on the one path kubelet hard-codes
+# (/var/lib/kubelet/device-plugins/kubelet.sock, whatever its --root-dir), and deletes what is
+# there just before it binds: two kubelets starting at once race, and the loser fails to bind
+# ("address already in use") and exits. So a kubelet counts as started once it listens there;
+# the next one starts after that.
+node_wait_device_plugin_socket() {
+  local pid
+  pid=$(pid_of "kubelet-${NODE_NAME}")
+  wait_until "kubelet-${NODE_NAME}" 120 node_listens_on_device_plugin_socket "$pid"
+}
+
+node_listens_on_device_plugin_socket() {
+  ss -xlpn | grep -F /var/lib/kubelet/device-plugins/kubelet.sock | grep -qF "pid=$1,"
 }
