@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 /// out a 2 s response timeout.
 pub const LAST_HEALTHY_COUNTS_WITHIN: Duration = Duration::from_secs(6);
 
+/// The shortest wait for a primary already found unhealthy: as long as the operator's `AUTH`
+/// handshake may take with auth on, so no stricter than a read of a Redis with auth.
+pub const MIN_READ_BUDGET: Duration = Duration::from_secs(1);
+
 /// What a pass saw of the labelled primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrimarySeen<'a> {
@@ -87,6 +91,25 @@ impl FailoverClocks {
         Some(now.saturating_duration_since(since))
     }
 
+    /// How long a pass may wait for pod `pod` of Redis `uid` to answer when the last pass found
+    /// it, the labelled primary, unhealthy: the time left before its failover is due, at least
+    /// [`MIN_READ_BUDGET`]. `None` (the usual timeouts) for any other pod. Without it, a
+    /// primary that accepts connections but never answers (frozen) makes the pass where the
+    /// failover falls due wait out the full response timeout first.
+    pub fn read_budget(
+        &self,
+        uid: &str,
+        pod: &str,
+        failover_after: Duration,
+        now: Instant,
+    ) -> Option<Duration> {
+        let map = self.by_redis.lock().unwrap_or_else(PoisonError::into_inner);
+        let clock = map.get(uid).filter(|c| c.pod == pod)?;
+        let since = clock.unhealthy_since?;
+        let left = failover_after.saturating_sub(now.saturating_duration_since(since));
+        Some(left.max(MIN_READ_BUDGET))
+    }
+
     /// Forgets a Redis.
     pub fn forget(&self, uid: &str) {
         self.by_redis
@@ -129,6 +152,34 @@ mod tests {
             clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-0"), t0 + S * 9),
             Some(S * 2)
         );
+    }
+
+    #[test]
+    fn a_primary_found_unhealthy_is_waited_for_only_until_its_failover_is_due() {
+        let clocks = FailoverClocks::default();
+        let t0 = Instant::now();
+        let after = S * 5;
+        clocks.unhealthy_for("r", PrimarySeen::Healthy("r-0"), t0);
+        // Healthy at the last pass: the usual timeouts.
+        assert_eq!(clocks.read_budget("r", "r-0", after, t0 + S), None);
+        // Found unhealthy 2.5 s after its last healthy read: the next read (at 2.7 s) waits
+        // what is left of failoverAfter, then at least a second.
+        clocks.unhealthy_for("r", PrimarySeen::Unhealthy("r-0"), t0 + S * 25 / 10);
+        assert_eq!(
+            clocks.read_budget("r", "r-0", after, t0 + S * 27 / 10),
+            Some(S * 23 / 10)
+        );
+        assert_eq!(
+            clocks.read_budget("r", "r-0", after, t0 + S * 47 / 10),
+            Some(S)
+        );
+        assert_eq!(clocks.read_budget("r", "r-0", after, t0 + S * 9), Some(S));
+        // The other pods, and other Redis, keep the usual timeouts.
+        assert_eq!(clocks.read_budget("r", "r-1", after, t0 + S * 3), None);
+        assert_eq!(clocks.read_budget("q", "r-0", after, t0 + S * 3), None);
+        // Healthy again: the usual timeouts.
+        clocks.unhealthy_for("r", PrimarySeen::Healthy("r-0"), t0 + S * 5);
+        assert_eq!(clocks.read_budget("r", "r-0", after, t0 + S * 6), None);
     }
 
     #[test]

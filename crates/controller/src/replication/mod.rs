@@ -169,7 +169,16 @@ async fn fresh(pass: &Pass<'_>, cached: &[Arc<CachedPod>]) -> Result<Vec<Arc<Cac
 /// Observes every pod's redis-server, decides, and carries the steps out in order. A step that
 /// fails ends the pass with the error; the next pass decides again from what is then true.
 pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outcome, Error> {
-    let mut observed = join_all(pods.iter().map(|pod| observe(pass, pod))).await;
+    let started = Instant::now();
+    let mut observed = join_all(pods.iter().map(|pod| {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let budget =
+            pass.state
+                .clocks
+                .read_budget(pass.uid, name, pass.replication.failover_after, started);
+        observe(pass, pod, budget)
+    }))
+    .await;
     let mut members = members(pass, pods, &observed);
 
     let labelled = members
@@ -210,7 +219,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         run_steps(pass, &decision, &ips).await?;
         observed = join_all(pods.iter().zip(observed).map(|(pod, seen)| async move {
             match seen {
-                Seen::Read(_) => observe(pass, pod).await,
+                Seen::Read(_) => observe(pass, pod, None).await,
                 unread => unread,
             }
         }))
@@ -327,12 +336,26 @@ impl Seen {
     }
 }
 
-async fn observe(pass: &Pass<'_>, pod: &CachedPod) -> Seen {
+/// Reads one pod's redis-server; within `budget` in all when given (see
+/// [`clock::FailoverClocks::read_budget`]), else with the client's own timeouts.
+async fn observe(pass: &Pass<'_>, pod: &CachedPod, budget: Option<Duration>) -> Seen {
     let Some(ip) = pod.ip() else {
         return Seen::Unreachable;
     };
     let name = pod.metadata.name.as_deref().unwrap_or_default();
-    match server(pass, name, ip).observe().await {
+    let server = server(pass, name, ip);
+    let read = server.observe();
+    let read = match budget {
+        Some(budget) => match tokio::time::timeout(budget, read).await {
+            Ok(read) => read,
+            Err(_) => {
+                tracing::debug!(pod = %name, ?budget, "redis-server did not answer within the read budget");
+                return Seen::Unreachable;
+            }
+        },
+        None => read.await,
+    };
+    match read {
         Ok(observed) => Seen::Read(observed),
         Err(Error::Redis { source, .. }) if redis_server::refuses_auth(&source) => {
             tracing::info!(pod = %name, "redis-server refuses the operator's password");
