@@ -180,3 +180,61 @@ async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_
     );
     Ok(())
 }
+
+/// A failover whose pass ends after the promotion (a replica to repoint was still loading its
+/// dataset) leaves the promoted server unlabelled; the next pass cuts it off the stream it now
+/// leads, as it cuts every server off before choosing. Redis then says its link never was
+/// (`master_link_down_since_seconds:-1`, as for a new server), and a chaos run found every
+/// data-holding server in that state with no candidate left: no primary until someone stepped
+/// in. The server promoted and cut must still count as holding its data.
+#[tokio::test]
+async fn a_server_promoted_then_cut_off_still_counts_as_holding_its_data() -> Result<(), Error> {
+    use controller::redis_server::info::RedisRole;
+    let primary = RedisServer::start(None)?;
+    primary.wait_up(false).await?;
+    let replica = RedisServer::start(Some(primary.port))?;
+    replica.wait_up(true).await?;
+    let mut con = primary.connection().await?;
+    for n in 0..100 {
+        let () = redis::cmd("SET")
+            .arg(format!("k{n}"))
+            .arg(n)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| process_error("SET", e.to_string()))?;
+    }
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut con)
+        .await
+        .map_err(|e| process_error("WAIT", e.to_string()))?;
+    assert_eq!(acked, 1, "the replica has every write");
+    drop(primary);
+
+    let server = replica.server("replica");
+    server
+        .promote()
+        .await
+        .map_err(|e| process_error("promote", e.to_string()))?;
+    server
+        .fence()
+        .await
+        .map_err(|e| process_error("fence", e.to_string()))?;
+    let observed = server
+        .observe()
+        .await
+        .map_err(|e| process_error("observe", e.to_string()))?;
+    assert_eq!(observed.keys, 100);
+    match observed.role {
+        RedisRole::Replica { linked, offset, .. } => {
+            assert!(offset > 0, "offset {offset}");
+            assert!(
+                linked,
+                "a promoted server cut off again keeps its data: {observed:?}"
+            );
+        }
+        other => panic!("fenced, it is a replica: {other:?}"),
+    }
+    Ok(())
+}

@@ -22,11 +22,13 @@ pub enum RedisRole {
         primary_port: u16,
         /// `master_link_status:up`.
         link_up: bool,
-        /// It has been linked to a primary since its process started: the link is up, or
+        /// It holds a primary's stream, taken since its process started: the link is up, or
         /// `master_link_down_since_seconds` counts from a link that was (it is `-1` for a
-        /// server that never finished a sync: new, restarted, or in its first full sync). Only
-        /// such a server holds what a primary streamed; one told to follow the fence by the
-        /// operator keeps it.
+        /// server that never finished a sync: new, restarted, or in its first full sync), or it
+        /// was a primary itself with data (`master_replid2` set by its promotion and an offset
+        /// above 0: a promoted server told to follow the fence says `-1` too, as Redis resets
+        /// the link's clock when it becomes a primary). Only such a server holds what a primary
+        /// streamed or took; one told to follow the fence by the operator keeps it.
         linked: bool,
         /// `slave_repl_offset`: how much of the primary's stream it has processed.
         offset: i64,
@@ -60,13 +62,17 @@ impl RedisRole {
             }),
             "slave" => {
                 let link_up = field("master_link_status") == Some("up");
+                let offset = number("slave_repl_offset").unwrap_or(0);
+                let was_primary =
+                    field("master_replid2").is_some_and(|id| !id.trim_matches('0').is_empty());
                 Some(RedisRole::Replica {
                     primary_host: field("master_host")?.to_owned(),
                     primary_port: field("master_port")?.parse().ok()?,
                     link_up,
                     linked: link_up
-                        || number("master_link_down_since_seconds").is_some_and(|s| s >= 0),
-                    offset: number("slave_repl_offset").unwrap_or(0),
+                        || number("master_link_down_since_seconds").is_some_and(|s| s >= 0)
+                        || (was_primary && offset > 0),
+                    offset,
                 })
             }
             _ => None,
@@ -211,6 +217,33 @@ mod tests {
         assert!(linked(cut));
         assert!(!linked(new));
         assert!(linked(REPLICA), "the link is up");
+    }
+
+    #[test]
+    fn a_promoted_server_told_to_follow_the_fence_still_holds_its_data() {
+        // What a chaos run found (fault 112): promoted (REPLICAOF NO ONE), then cut off again
+        // by the next pass, a server says its link never was (-1), like a new one. With every
+        // data-holding server in that state no replica was a candidate, and the Redis stayed
+        // without a primary. Its replid2 (set by the promotion) and offset say it holds data.
+        let promoted_then_cut = "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\n\
+            master_port:1\r\nmaster_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\n\
+            master_sync_in_progress:0\r\nslave_read_repl_offset:213846637\r\n\
+            slave_repl_offset:213846637\r\nmaster_link_down_since_seconds:-1\r\n\
+            master_replid:f532f8c04f23d59bfc4217c904949c33553aa004\r\n\
+            master_replid2:cad48de83433fc631c3ad266896afd3499b3ee69\r\n\
+            master_repl_offset:213846637\r\nsecond_repl_offset:213846638\r\n";
+        let linked = |text: &str| matches!(RedisRole::parse(text), Some(RedisRole::Replica { linked, .. }) if linked);
+        assert!(linked(promoted_then_cut));
+        // Promoted while empty (a first election) and cut before any write: nothing to keep.
+        let empty = "role:slave\nmaster_host:127.0.0.1\nmaster_port:1\nmaster_link_status:down\n\
+            slave_repl_offset:0\nmaster_link_down_since_seconds:-1\n\
+            master_replid2:0ba0ff10963fb3f639648e1358f1c6fbea6457dc\n";
+        assert!(!linked(empty));
+        // Never a primary (replid2 all zeros), new: not linked.
+        let fresh = "role:slave\nmaster_host:127.0.0.1\nmaster_port:1\nmaster_link_status:down\n\
+            slave_repl_offset:209262466\nmaster_link_down_since_seconds:-1\n\
+            master_replid2:0000000000000000000000000000000000000000\n";
+        assert!(!linked(fresh));
     }
 
     #[test]
