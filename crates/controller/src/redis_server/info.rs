@@ -115,6 +115,14 @@ pub fn keys(info: &str) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
+/// Whether the text of `INFO persistence` says the server still loads its dataset
+/// (`loading:1`): from its own files after a start, or what a primary sent it.
+pub fn loading(info: &str) -> bool {
+    info.lines()
+        .filter_map(|l| l.trim().split_once(':'))
+        .any(|(key, value)| key == "loading" && value.trim() == "1")
+}
+
 impl ReplicaLink {
     fn parse(line: &str) -> Option<Self> {
         let (key, value) = line.trim().split_once(':')?;
@@ -260,5 +268,17 @@ mod tests {
         assert_eq!(RedisRole::parse(""), None);
         assert_eq!(RedisRole::parse("role:sentinel\n"), None);
         assert_eq!(RedisRole::parse("role:slave\nmaster_port:x\n"), None);
+    }
+
+    #[test]
+    fn a_server_loading_its_dataset_says_so() {
+        let persistence =
+            "# Persistence\r\nloading:1\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n";
+        assert!(loading(persistence));
+        assert!(!loading(
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\n"
+        ));
+        assert!(!loading("async_loading:1\r\n"), "another field");
+        assert!(!loading(""), "nothing said: not loading");
     }
 }

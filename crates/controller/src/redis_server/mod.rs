@@ -49,6 +49,8 @@ pub struct Observed {
     pub min_replicas: (i64, i64),
     /// The keys it holds, over every database (`INFO keyspace`).
     pub keys: u64,
+    /// It still loads its dataset (`INFO persistence`): `keys` is what it loaded so far.
+    pub loading: bool,
 }
 
 impl Server<'_> {
@@ -111,6 +113,11 @@ impl Server<'_> {
             .query_async(con)
             .await
             .map_err(|e| self.failed(e))?;
+        let persistence: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(con)
+            .await
+            .map_err(|e| self.failed(e))?;
         let config: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
             .arg("min-replicas-*")
@@ -127,6 +134,7 @@ impl Server<'_> {
         Ok(Observed {
             role,
             keys: info::keys(&keyspace),
+            loading: info::loading(&persistence),
             min_replicas: (
                 value("min-replicas-to-write"),
                 value("min-replicas-max-lag"),

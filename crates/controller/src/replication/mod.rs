@@ -396,6 +396,7 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, seen: &Seen) -> Member {
         name: view.name,
         label,
         keys: seen.observed().map_or(0, |o| o.keys),
+        loading: seen.observed().is_some_and(|o| o.loading),
         redis: seen.observed().map(|o| o.role.clone()),
         refuses_auth: matches!(seen, Seen::AuthRefused),
     }

@@ -4,13 +4,71 @@
 
 use super::model::{Decision, Health, Label, Member, Settings, Step};
 use crate::redis_server::info::RedisRole;
+use std::time::Duration;
+
+/// How long an election after a full restart waits for the last primary to come back (its pod
+/// recreated, started and read) before electing another pod: longer than `failoverAfter`, as
+/// the pods of a full restart come back one by one, and nobody serves meanwhile anyway; bounded,
+/// as a pod whose node is gone (and with it its volume) does not come back.
+pub(super) const LAST_PRIMARY_WAIT: Duration = Duration::from_secs(60);
 
 /// Rule 2 after a primary existed and no server holds a primary's stream (every pod restarted):
 /// every pod is read first, and the one holding the most (keys, then replication offset: what it
-/// loaded from disk, with `spec.storage`) is elected. A pod that could not be read is waited
-/// for, at most `failoverAfter` since the primary was lost, and beyond that as long as every pod
-/// read is empty: an empty pod is never elected over one that may hold keys.
+/// loaded from disk, with `spec.storage`) is elected, the last primary (`status.primary`) first
+/// as it alone is known to hold every write it acknowledged. So the last primary is waited for
+/// until it is read, at most [`LAST_PRIMARY_WAIT`]; a pod still loading its dataset is waited
+/// for until it has loaded (it answers, so it comes); any other pod that could not be read, at
+/// most `failoverAfter` since the primary was lost, and beyond that as long as every pod read is
+/// empty: an empty pod is never elected over one that may hold keys.
 pub(super) fn reelect(in_range: &[&Member], live: &[&Member], settings: &Settings) -> Decision {
+    let waited = settings
+        .primary_unhealthy_for
+        .unwrap_or(settings.failover_after);
+    let waiting = |what: String| Decision {
+        steps: Vec::new(),
+        primary: None,
+        health: Health::FailingOver(format!(
+            "no primary: {what} before electing the pod that holds the most"
+        )),
+        event: None,
+    };
+    let loading: Vec<&str> = in_range
+        .iter()
+        .filter(|m| m.loading && m.redis.is_some())
+        .map(|m| m.name.as_str())
+        .collect();
+    if !loading.is_empty() {
+        return waiting(format!(
+            "waiting for {} to finish loading its dataset",
+            loading.join(", ")
+        ));
+    }
+    // In range and not terminating: `in_range` holds no terminating pod.
+    let last_primary_read = settings
+        .last_primary
+        .filter(|o| *o < settings.replicas)
+        .is_none_or(|o| {
+            in_range
+                .iter()
+                .any(|m| m.ordinal == Some(o) && m.redis.is_some() && m.ip.is_some())
+        });
+    let last_primary_wait = LAST_PRIMARY_WAIT.max(settings.failover_after);
+    if !last_primary_read && waited < last_primary_wait {
+        let ordinal = settings.last_primary.unwrap_or_default();
+        // Its pod may not exist yet: named as its siblings are (`<redis>-<ordinal>`).
+        let name = live
+            .iter()
+            .find_map(|m| {
+                let base = m.name.strip_suffix(&format!("-{}", m.ordinal?))?;
+                Some(format!("{base}-{ordinal}"))
+            })
+            .unwrap_or_else(|| format!("ordinal {ordinal}"));
+        return waiting(format!(
+            "waiting for the last primary {name} to come back ({}s of {}s)",
+            waited.as_secs(),
+            last_primary_wait.as_secs()
+        ));
+    }
     let unread: Vec<&str> = in_range
         .iter()
         .filter(|m| m.redis.is_none() && m.ip.is_some() && !m.process_gone)
@@ -29,24 +87,16 @@ pub(super) fn reelect(in_range: &[&Member], live: &[&Member], settings: &Setting
                 std::cmp::Reverse(m.ordinal),
             )
         });
-    let waited = settings
-        .primary_unhealthy_for
-        .unwrap_or(settings.failover_after);
     let Some(best) = best else {
         return electing();
     };
     if !unread.is_empty() && (waited < settings.failover_after || best.keys == 0) {
-        return Decision {
-            steps: Vec::new(),
-            primary: None,
-            health: Health::FailingOver(format!(
-                "no primary: reading {} before electing the pod that holds the most ({}s of {}s)",
-                unread.join(", "),
-                waited.as_secs(),
-                settings.failover_after.as_secs()
-            )),
-            event: None,
-        };
+        return waiting(format!(
+            "reading {} ({}s of {}s)",
+            unread.join(", "),
+            waited.as_secs(),
+            settings.failover_after.as_secs()
+        ));
     }
     Decision {
         steps: promote(best, live),

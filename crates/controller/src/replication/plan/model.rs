@@ -25,6 +25,9 @@ pub struct Member {
     /// Its redis container is not running (exited, waiting to be restarted): the process that
     /// held the data is gone, whatever comes next.
     pub process_gone: bool,
+    /// Its redis-server still loads its dataset (from its volume, or a full sync): it answers
+    /// `INFO`, but `keys` counts only what it loaded so far, and it refuses `REPLICAOF`.
+    pub loading: bool,
     pub label: Option<Label>,
     /// How many keys its redis-server holds (`INFO keyspace`); 0 when it could not be read.
     pub keys: u64,
