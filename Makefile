@@ -171,11 +171,15 @@ cluster-down: ## Stop the local test bed (and what `make run` started) and remov
 	-hack/run.sh stop
 	$(CLUSTER_SCRIPTS)/down.sh
 
+# The Cargo profile of the binaries in the bed's operator images: `release`; CI uses `ci-image`
+# (Cargo.toml says why).
+IMAGE_PROFILE ?= release
+
 .PHONY: images
-images: ## Build the operator's images from the release binaries (no container engine) and import them into the bed's real node.
-	$(CARGO) build --release $(CARGO_FLAGS) --bins
+images: ## Build the operator's images from the IMAGE_PROFILE binaries (no container engine) and import them into the bed's real nodes.
+	$(CARGO) build --profile $(IMAGE_PROFILE) $(CARGO_FLAGS) --bins
 	$(CLUSTER_SCRIPTS)/images.sh base
-	$(CLUSTER_SCRIPTS)/images.sh operator $(IMG_CONTROLLER) $(IMG_WEBHOOK)
+	IMAGE_PROFILE=$(IMAGE_PROFILE) $(CLUSTER_SCRIPTS)/images.sh operator $(IMG_CONTROLLER) $(IMG_WEBHOOK)
 
 .PHONY: e2e
 e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local test bed (started if needed, images imported).

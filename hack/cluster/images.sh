@@ -14,7 +14,8 @@
 #                                          upstream image's path, entrypoint and uid 59000
 #   images.sh operator IMG_CONTROLLER IMG_WEBHOOK
 #                                          redis-controller and redis-webhook from target/release
-#                                          (CARGO_TARGET_DIR honoured), as `make docker-build` names
+#                                          (target/$IMAGE_PROFILE when set; CARGO_TARGET_DIR
+#                                          honoured), as `make docker-build` names
 #                                          them: the binary in /usr/local/bin, uid 65532
 #
 # Each image is packed by bin/oci-image (hack/cluster/images) into bin/images/NAME.tar, rebuilt
@@ -130,11 +131,12 @@ build_base() {
 
 build_operator() {
   local img_controller=$1 img_webhook=$2 target binary img work
-  target=${CARGO_TARGET_DIR:-${cluster_root}/target}/release
+  local profile=${IMAGE_PROFILE:-release}
+  target=${CARGO_TARGET_DIR:-${cluster_root}/target}/${profile}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' RETURN
   for binary in redis-controller redis-webhook; do
-    [[ -x ${target}/${binary} ]] || { log "no ${target}/${binary}: run 'cargo build --release --bins' first"; exit 1; }
+    [[ -x ${target}/${binary} ]] || { log "no ${target}/${binary}: run 'cargo build --profile ${profile} --bins' first"; exit 1; }
     img=$img_controller
     [[ $binary == redis-controller ]] || img=$img_webhook
     copy_binary "${work}/${binary}" "${target}/${binary}" "/usr/local/bin/${binary}"
