@@ -327,6 +327,14 @@ for node in "${nodes[@]}"; do
 done
 wait_until kube-proxy 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${PROXY_HEALTHZ_PORT}/healthz"
 
+# The kubelets evict and taint their node (disk pressure: no pod is scheduled there) once the
+# disk holding .cluster/ has under 1% free (node.sh, evictionHard); a cold build of the workspace
+# alone takes ~16 GB. Said here, where it can still be understood.
+free_gb=$(df --output=avail -BG "$state_dir" 2>/dev/null | tail -1 | tr -dc '0-9')
+used_pct=$(df --output=pcent "$state_dir" 2>/dev/null | tail -1 | tr -dc '0-9')
+if [[ -n $free_gb && -n $used_pct ]] && { ((free_gb < 20)) || ((used_pct > 95)); }; then
+  log "WARNING: ${free_gb} GB free on the disk of ${state_dir} (${used_pct}% used): builds may fill it, and below 1% free the kubelets taint the real nodes with disk pressure and schedule nothing"
+fi
 log "up: $(kubectl version 2>/dev/null | tr '\n' ' ')"
 log "nodes: $(kubectl get nodes --no-headers 2>/dev/null | awk '{print $1 "=" $2}' | tr '\n' ' ')"
 log "export KUBECONFIG=${state_dir}/kubeconfig   (logs: ${log_dir}, audit log: ${state_dir}/audit.log)"
