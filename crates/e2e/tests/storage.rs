@@ -377,6 +377,10 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
     .await?;
     let elected = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     eprintln!("storage-restart: after the full restart, {elected} is the primary");
+    assert_eq!(
+        elected, moved,
+        "the last primary holds every acknowledged write: it is waited for and elected"
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     for writer in writers {
         writer.stop().await;
