@@ -171,8 +171,8 @@ cluster-down: ## Stop the local test bed (and what `make run` started) and remov
 	-hack/run.sh stop
 	$(CLUSTER_SCRIPTS)/down.sh
 
-# The Cargo profile of the binaries in the bed's operator images: `release`; CI uses `ci-image`
-# (Cargo.toml says why).
+# The Cargo profile of the binaries in the bed's operator images: `release`; CI uses `dev` (the
+# build its e2e suite makes anyway; .ci/run says why).
 IMAGE_PROFILE ?= release
 
 .PHONY: images

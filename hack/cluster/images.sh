@@ -14,7 +14,8 @@
 #                                          upstream image's path, entrypoint and uid 59000
 #   images.sh operator IMG_CONTROLLER IMG_WEBHOOK
 #                                          redis-controller and redis-webhook from target/release
-#                                          (target/$IMAGE_PROFILE when set; CARGO_TARGET_DIR
+#                                          (IMAGE_PROFILE's directory when set, debug
+#                                          info stripped from a dev build; CARGO_TARGET_DIR
 #                                          honoured), as `make docker-build` names
 #                                          them: the binary in /usr/local/bin, uid 65532
 #
@@ -131,8 +132,11 @@ build_base() {
 
 build_operator() {
   local img_controller=$1 img_webhook=$2 target binary img work
-  local profile=${IMAGE_PROFILE:-release}
-  target=${CARGO_TARGET_DIR:-${cluster_root}/target}/${profile}
+  local profile=${IMAGE_PROFILE:-release} dir
+  # Cargo keeps the `dev` profile's output in target/debug.
+  dir=$profile
+  [[ $profile != dev ]] || dir=debug
+  target=${CARGO_TARGET_DIR:-${cluster_root}/target}/${dir}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' RETURN
   for binary in redis-controller redis-webhook; do
@@ -140,6 +144,8 @@ build_operator() {
     img=$img_controller
     [[ $binary == redis-controller ]] || img=$img_webhook
     copy_binary "${work}/${binary}" "${target}/${binary}" "/usr/local/bin/${binary}"
+    # A dev build carries ~200 MB of debug info per binary: not into three containerds.
+    [[ $profile != dev ]] || strip --strip-debug "${work}/${binary}/usr/local/bin/${binary}"
     base_files "${work}/${binary}" nonroot 65532
     pack "$binary" "${work}/${binary}" --tag "$img" --user 65532:65532 --entrypoint "/usr/local/bin/${binary}"
     import "$binary"
