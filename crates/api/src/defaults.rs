@@ -8,6 +8,7 @@
 //! stored 1 and refuse every write.
 
 use crate::exporter::ExporterSpec;
+use crate::network_policy::NetworkPolicySpec;
 use crate::types::{AuthSpec, ImagePullPolicy, Mode, RedisSpec, ReplicationSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
@@ -180,6 +181,11 @@ impl RedisSpec {
     /// The exporter settings when the sidecar runs.
     pub fn exporter(&self) -> Option<&ExporterSpec> {
         self.exporter.as_ref().filter(|e| e.enabled())
+    }
+
+    /// The NetworkPolicy settings when the operator keeps one.
+    pub fn network_policy(&self) -> Option<&NetworkPolicySpec> {
+        self.network_policy.as_ref().filter(|p| p.enabled())
     }
 
     /// Effective `maxUnavailable` of the PodDisruptionBudget.

@@ -8,19 +8,21 @@
 //! - §2 admission rules (validating webhook): [`validation`] (the policy, the entry points and
 //!   the ratchet), its private modules by part of the spec: `meta` (names, deletion protection),
 //!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e),
-//!   `placement` (§3h), and `syntax` (names, label keys and values).
+//!   `placement` (§3h), `network_policy` (§3j), and `syntax` (names, label keys and values).
 //! - §3 pod names, labels and the selector, the keys the operator owns on its pods, the topology
 //!   keys of the default spread: [`pods`].
 //! - §3d persistence (claims, retention, sizes, the claim rules): [`storage`].
 //! - §3e the metrics exporter sidecar: [`exporter`].
+//! - §3j who may reach the pods (the NetworkPolicy's settings): [`network_policy`].
 //!
 //! The modules form layers, each using only those below it: [`schema`]; then [`types`] (which
-//! holds [`storage`]'s and [`exporter`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
+//! holds [`storage`]'s, [`exporter`]'s and [`network_policy`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
 //! [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod crd;
 pub mod defaults;
 pub mod exporter;
+pub mod network_policy;
 pub mod pods;
 pub mod schema;
 pub mod shown;
@@ -29,6 +31,7 @@ pub mod types;
 pub mod validation;
 
 pub use exporter::ExporterSpec;
+pub use network_policy::NetworkPolicySpec;
 pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};
 pub use types::{
     AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodDisruptionBudgetSpec, Redis, RedisSpec,

@@ -124,6 +124,10 @@ pub struct RedisSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exporter: Option<crate::exporter::ExporterSpec>,
 
+    /// A NetworkPolicy `<name>` that lets only the operator, this Redis's own pods (replication) and allowedClients reach spec.port, and metricsFrom the exporter's port. Not set: no policy, every pod in the cluster can reach the Redis (the webhook warns when auth is off too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<crate::network_policy::NetworkPolicySpec>,
+
     /// Node labels a node must have for the pods to run on it (the pods' nodeSelector), e.g. `disktype: ssd`. Keys and values must be valid label keys and values. Not set: any node. A change replaces the pods one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,

@@ -20,12 +20,15 @@
 //! - `placement`: `spec.nodeSelector`, `affinity`, `tolerations`, `topologySpreadConstraints`,
 //!   `priorityClassName`, `podLabels` and `podAnnotations`, with the warning about a Replication
 //!   Redis held on one node (§3h).
+//! - `network_policy`: `spec.networkPolicy`'s peers, with the warnings about who can (or
+//!   cannot) connect (§3j).
 //! - `syntax`: the syntax of Kubernetes names, label keys and values, which the others check.
 
 mod auth;
 mod exporter;
 mod image;
 mod meta;
+mod network_policy;
 mod pdb;
 mod placement;
 mod replication;
@@ -187,6 +190,7 @@ impl Policy {
         violations.extend(storage::storage_violations(spec));
         violations.extend(exporter::exporter_violations(spec));
         violations.extend(placement::placement_violations(spec));
+        violations.extend(network_policy::network_policy_violations(spec));
         violations
     }
 
@@ -244,6 +248,7 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     }
     warnings.extend(replication::replication_warnings(spec));
     warnings.extend(placement::placement_warnings(redis));
+    warnings.extend(network_policy::network_policy_warnings(spec));
     warnings
 }
 

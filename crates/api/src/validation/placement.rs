@@ -327,7 +327,7 @@ fn weight_violation(field: &str, weight: i32, out: &mut Vec<Violation>) {
 }
 
 /// A label selector (of pods or namespaces): valid labels, requirements that can match.
-fn selector_violations(field: &str, selector: &LabelSelector, out: &mut Vec<Violation>) {
+pub(super) fn selector_violations(field: &str, selector: &LabelSelector, out: &mut Vec<Violation>) {
     for (key, value) in selector.match_labels.iter().flatten() {
         let field = format!("{field}.matchLabels[{}]", shown(key));
         label_pair(&field, key, value, out);

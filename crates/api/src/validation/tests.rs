@@ -22,6 +22,18 @@ fn valid() -> Redis {
     )
 }
 
+impl Verdict {
+    /// The warnings other than the NetworkPolicy's (which every Redis without auth and a
+    /// policy gets): what the tests of the other rules look at.
+    fn other_warnings(&self) -> Vec<String> {
+        self.warnings
+            .iter()
+            .filter(|w| !w.starts_with("spec.networkPolicy"))
+            .cloned()
+            .collect()
+    }
+}
+
 fn fields(v: &Verdict) -> Vec<&str> {
     v.violations.iter().map(|v| v.field.as_str()).collect()
 }
@@ -30,7 +42,7 @@ fn fields(v: &Verdict) -> Vec<&str> {
 fn create_accepts_a_valid_redis_without_warnings() {
     let v = Policy::default().validate_create(&valid());
     assert!(v.allowed(), "{}", v.message());
-    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    assert!(v.other_warnings().is_empty(), "{:?}", v.other_warnings());
 }
 
 #[test]
@@ -279,18 +291,19 @@ fn latest_and_untagged_images_warn_but_pass() {
     ] {
         let v = Policy::default().validate_create(&redis("r", json!({"image": image})));
         assert!(v.allowed());
-        assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+        assert_eq!(v.other_warnings().len(), 1, "{:?}", v.other_warnings());
         assert!(
-            v.warnings[0].starts_with("spec.image:") && v.warnings[0].contains(hint),
+            v.other_warnings()[0].starts_with("spec.image:")
+                && v.other_warnings()[0].contains(hint),
             "{:?}",
-            v.warnings
+            v.other_warnings()
         );
     }
     let pinned = "redis@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     assert!(
         Policy::default()
             .validate_create(&redis("r", json!({"image": pinned})))
-            .warnings
+            .other_warnings()
             .is_empty()
     );
 }
@@ -300,7 +313,7 @@ fn zero_replicas_warn_but_pass() {
     let v = Policy::default().validate_create(&redis("r", json!({"replicas": 0})));
     assert!(v.allowed());
     assert_eq!(
-        v.warnings,
+        v.other_warnings(),
         vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
     );
 }
@@ -747,7 +760,7 @@ fn a_denial_lists_every_new_violation_too() {
 
 #[test]
 fn replication_warnings() {
-    let warns = |r: Redis| Policy::default().validate_create(&r).warnings;
+    let warns = |r: Redis| Policy::default().validate_create(&r).other_warnings();
     let one = warns(replicated(json!({"replicas": 1})));
     assert_eq!(one.len(), 1, "{one:?}");
     assert!(
@@ -797,7 +810,7 @@ fn replication_warnings() {
     // Refused anyway with no pods: no replication warning piled on the denial.
     let v = Policy::default().validate_create(&replicated(json!({"replicas": 0})));
     assert_eq!(
-        v.warnings,
+        v.other_warnings(),
         vec!["spec.replicas: 0 runs no Redis pods".to_owned()]
     );
 }
@@ -806,12 +819,12 @@ fn replication_warnings() {
 fn standalone_stays_quiet_about_auth_and_warns_about_ignored_replication() {
     // The tutorial's Redis has no auth: no warning about it.
     let v = Policy::default().validate_create(&valid());
-    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    assert!(v.other_warnings().is_empty(), "{:?}", v.other_warnings());
     let v = Policy::default().validate_create(&redis(
         "r",
         json!({"replicas": 1, "image": "redis:7", "mode": "Standalone"}),
     ));
-    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    assert!(v.other_warnings().is_empty(), "{:?}", v.other_warnings());
     for spec in [
         json!({"image": "redis:7", "replication": {"failoverAfter": "30s"}}),
         json!({"image": "redis:7", "mode": "Standalone", "replication": {}}),
@@ -819,7 +832,7 @@ fn standalone_stays_quiet_about_auth_and_warns_about_ignored_replication() {
         let v = Policy::default().validate_create(&redis("r", spec.clone()));
         assert!(v.allowed(), "{spec}: {}", v.message());
         assert_eq!(
-            v.warnings,
+            v.other_warnings(),
             vec!["spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)".to_owned()],
             "{spec}"
         );
@@ -1346,7 +1359,7 @@ fn a_spread_constraint_without_a_selector_is_warned_about() {
     ));
     assert!(v.allowed(), "{}", v.message());
     assert_eq!(
-        v.warnings,
+        v.other_warnings(),
         [
             "spec.topologySpreadConstraints[0].labelSelector: not set, so the constraint counts no pods and spreads nothing; select this Redis's pods, e.g. app.kubernetes.io/instance: cache"
         ]
@@ -1364,7 +1377,7 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
     let v = warns(json!({"nodeSelector": {"kubernetes.io/hostname": "n1"}}));
     assert!(v.allowed(), "{}", v.message());
     assert_eq!(
-        v.warnings,
+        v.other_warnings(),
         [one_node(
             "spec.nodeSelector[kubernetes.io/hostname]",
             "pins every pod to node \"n1\""
@@ -1392,7 +1405,7 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
         ]),
     ] {
         assert_eq!(
-            warns(required(terms.clone())).warnings,
+            warns(required(terms.clone())).other_warnings(),
             std::slice::from_ref(&pinned),
             "{terms}"
         );
@@ -1406,7 +1419,7 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
         json!([{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["n1"]}]}]),
     ] {
         assert!(
-            warns(required(spread.clone())).warnings.is_empty(),
+            warns(required(spread.clone())).other_warnings().is_empty(),
             "{spread}"
         );
     }
@@ -1426,7 +1439,7 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
         json!({"matchLabels": {"app": "r"}, "matchExpressions": [{"key": "role", "operator": "DoesNotExist"}]}),
     ] {
         assert_eq!(
-            warns(together(selector.clone(), json!(null))).warnings,
+            warns(together(selector.clone(), json!(null))).other_warnings(),
             std::slice::from_ref(&follows),
             "{selector}"
         );
@@ -1436,7 +1449,7 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
             json!({"matchLabels": {"app": "r"}}),
             json!(["default"])
         ))
-        .warnings,
+        .other_warnings(),
         [follows]
     );
     for (selector, namespaces) in [
@@ -1445,7 +1458,7 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
     ] {
         assert!(
             warns(together(selector.clone(), namespaces))
-                .warnings
+                .other_warnings()
                 .is_empty(),
             "{selector}"
         );
@@ -1454,12 +1467,20 @@ fn a_replication_redis_held_on_one_node_is_warned_about() {
     let pin = json!({"nodeSelector": {"kubernetes.io/hostname": "n1"}});
     let mut one = pin.clone();
     one["replicas"] = json!(1);
-    assert_eq!(warns(one).warnings.len(), 1, "only the one-pod warning");
+    assert_eq!(
+        warns(one).other_warnings().len(),
+        1,
+        "only the one-pod warning"
+    );
     let standalone = Policy::default().validate_create(&redis(
         "r",
         json!({"replicas": 3, "image": "redis:7", "nodeSelector": {"kubernetes.io/hostname": "n1"}}),
     ));
-    assert!(standalone.warnings.is_empty(), "{:?}", standalone.warnings);
+    assert!(
+        standalone.other_warnings().is_empty(),
+        "{:?}",
+        standalone.other_warnings()
+    );
 }
 
 #[test]
@@ -1624,4 +1645,103 @@ fn every_echoed_tenant_value_is_cut_and_escaped() {
     for warning in &v.warnings {
         assert_shown_safely("warning", warning, 2048);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// spec.networkPolicy (§3j)
+
+#[test]
+fn network_policy_peers_the_api_server_would_refuse_are_refused() {
+    let v = Policy::default().validate_create(&redis(
+        "r",
+        json!({"networkPolicy": {
+            "allowedClients": [
+                {},
+                {"podSelector": {"matchLabels": {"app": "web"}}, "ipBlock": {"cidr": "10.0.0.0/8"}},
+                {"ipBlock": {"cidr": "10.0.0.0/33"}},
+                {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["11.0.0.0/16", "10.0.0.0/8", "10.1.0.0/16"]}},
+                {"podSelector": {"matchLabels": {"bad key!": "web"}}},
+                {"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "In"}]}},
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}},
+                 "podSelector": {"matchLabels": {"app": "web"}}}
+            ],
+            "metricsFrom": [{"ipBlock": {"cidr": "fd00::/64"}}]
+        }}),
+    ));
+    assert_eq!(
+        fields(&v),
+        [
+            "spec.networkPolicy.allowedClients[0]",
+            "spec.networkPolicy.allowedClients[1]",
+            "spec.networkPolicy.allowedClients[2].ipBlock.cidr",
+            "spec.networkPolicy.allowedClients[3].ipBlock.except[0]",
+            "spec.networkPolicy.allowedClients[3].ipBlock.except[1]",
+            "spec.networkPolicy.allowedClients[4].podSelector.matchLabels[bad key!]",
+            "spec.networkPolicy.allowedClients[5].namespaceSelector.matchExpressions[0].values",
+        ],
+        "{}",
+        v.message()
+    );
+    assert!(
+        v.message()
+            .contains("must be a strict subset of cidr 10.0.0.0/8"),
+        "{}",
+        v.message()
+    );
+}
+
+#[test]
+fn more_peers_than_the_operator_writes_are_refused_even_with_the_policy_off() {
+    let peers: Vec<_> = (0..33)
+        .map(|i| json!({"ipBlock": {"cidr": format!("10.0.{i}.0/24")}}))
+        .collect();
+    let v = Policy::default().validate_create(&redis(
+        "r",
+        json!({"networkPolicy": {"enabled": false, "allowedClients": peers}}),
+    ));
+    assert_eq!(fields(&v), ["spec.networkPolicy.allowedClients"]);
+    assert!(
+        v.message().contains("at most 32 peers, got 33"),
+        "{}",
+        v.message()
+    );
+}
+
+#[test]
+fn who_can_connect_is_warned_about() {
+    let warns = |spec: serde_json::Value| {
+        Policy::default()
+            .validate_create(&redis("r", spec))
+            .warnings
+            .into_iter()
+            .filter(|w| w.starts_with("spec.networkPolicy"))
+            .collect::<Vec<_>>()
+    };
+    // Neither auth nor a policy: anyone in the cluster reads and writes.
+    let open = warns(json!({}));
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert!(open[0].contains("any pod in the cluster can connect to port 6379"));
+    assert_eq!(warns(json!({"networkPolicy": {"enabled": false}})), open);
+    // With auth and no policy: quiet (today's behaviour, the password guards it).
+    let auth = json!({"name": "pw"});
+    assert!(warns(json!({"auth": {"secretRef": auth}})).is_empty());
+    // A policy without clients: only the operator and the Redis's pods get through.
+    let closed = warns(json!({"auth": {"secretRef": auth}, "networkPolicy": {}}));
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert!(closed[0].contains("allowedClients is empty"));
+    let clients = json!([{"podSelector": {"matchLabels": {"app": "web"}}}]);
+    assert!(warns(json!({"networkPolicy": {"allowedClients": clients}})).is_empty());
+    // Metrics: settings without an exporter do nothing; an exporter nobody may scrape.
+    let prometheus = json!([{"namespaceSelector": {"matchLabels": {"team": "obs"}}}]);
+    let idle =
+        warns(json!({"networkPolicy": {"allowedClients": clients, "metricsFrom": prometheus}}));
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    assert!(idle[0].contains("no exporter runs"));
+    let unscraped = warns(json!({"exporter": {}, "networkPolicy": {"allowedClients": clients}}));
+    assert_eq!(unscraped.len(), 1, "{unscraped:?}");
+    assert!(unscraped[0].contains("nothing can scrape the exporter's port 9121"));
+    assert!(
+        warns(json!({"exporter": {}, "networkPolicy": {"allowedClients": clients, "metricsFrom": prometheus}}))
+            .is_empty()
+    );
 }
