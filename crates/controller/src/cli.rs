@@ -1,5 +1,6 @@
 //! Command line of `redis-controller` (every flag also reads an environment variable).
 
+use crate::network_policy::OperatorPods;
 use clap::Parser;
 use ops::LogFormat;
 use std::net::SocketAddr;
@@ -56,12 +57,52 @@ pub struct Cli {
     #[arg(long, env = "REDIS_CONTROLLER_DEBOUNCE", default_value = "200ms", value_parser = humantime::parse_duration)]
     pub debounce: Duration,
 
+    /// Namespace of the controller's pods, which every Redis's NetworkPolicy admits to its port
+    /// (default: $POD_NAMESPACE; with neither, no controller pod is admitted).
+    #[arg(long, env = "REDIS_CONTROLLER_OPERATOR_NAMESPACE")]
+    pub operator_namespace: Option<String>,
+
+    /// Labels of the controller's pods, `key=value` separated by commas, which every Redis's
+    /// NetworkPolicy admits to its port (the chart passes its pods' selector labels). Empty: no
+    /// controller pod is admitted (a controller run outside the cluster reaches the pods from a
+    /// node, which NetworkPolicies do not block).
+    #[arg(
+        long,
+        env = "REDIS_CONTROLLER_OPERATOR_POD_LABELS",
+        value_delimiter = ',',
+        value_parser = label_pair
+    )]
+    pub operator_pod_labels: Vec<(String, String)>,
+
     /// Log format.
     #[arg(long, env = "REDIS_CONTROLLER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
 
+/// `key=value`, both non-empty.
+fn label_pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() && !value.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!("expected key=value, got {text:?}")),
+    }
+}
+
 impl Cli {
+    /// The controller's own pods as the NetworkPolicies admit them: `--operator-namespace`,
+    /// else the pod's namespace; `--operator-pod-labels`.
+    pub fn operator_pods(&self, pod_namespace: Option<String>) -> OperatorPods {
+        OperatorPods {
+            namespace: self
+                .operator_namespace
+                .clone()
+                .or(pod_namespace)
+                .unwrap_or_default(),
+            labels: self.operator_pod_labels.iter().cloned().collect(),
+        }
+    }
+
     /// `--lease-namespace`, else the pod's namespace, else `default`.
     pub fn lease_namespace(&self, pod_namespace: Option<String>) -> String {
         self.lease_namespace
@@ -112,6 +153,35 @@ mod tests {
             arg.get_env().and_then(|e| e.to_str()),
             Some("REDIS_CONTROLLER_METRICS_BIND")
         );
+    }
+
+    #[test]
+    fn the_operator_pods_come_from_the_flags_or_the_pod_namespace() {
+        let cli = Cli::try_parse_from([
+            "redis-controller",
+            "--operator-pod-labels",
+            "app.kubernetes.io/name=redis-operator,app.kubernetes.io/component=controller",
+        ])
+        .expect("parses");
+        let pods = cli.operator_pods(Some("redis-system".into()));
+        assert_eq!(pods.namespace, "redis-system");
+        assert_eq!(
+            pods.labels
+                .get("app.kubernetes.io/component")
+                .map(String::as_str),
+            Some("controller")
+        );
+        assert_eq!(pods.labels.len(), 2);
+        let cli =
+            Cli::try_parse_from(["redis-controller", "--operator-namespace=ops"]).expect("parses");
+        assert_eq!(cli.operator_pods(Some("x".into())).namespace, "ops");
+        assert!(cli.operator_pods(None).labels.is_empty());
+        for bad in ["app", "=x", "app="] {
+            assert!(
+                Cli::try_parse_from(["redis-controller", "--operator-pod-labels", bad]).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

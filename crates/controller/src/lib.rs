@@ -26,6 +26,7 @@ mod fixtures;
 pub mod k8s;
 pub mod leader;
 pub mod metrics;
+pub mod network_policy;
 pub mod pods;
 pub mod reconcile;
 pub mod redis_server;

@@ -56,7 +56,7 @@ pub async fn run(
     .map_ok(crate::cached::event);
     let pods = watch::cached(pod_watch, "Pod");
     pods.ready().await?;
-    // The Services and PodDisruptionBudgets, cached (filled before any reconcile, so a restart
+    // The Services, PodDisruptionBudgets and NetworkPolicies, cached (filled before any reconcile, so a restart
     // re-applies none of them) and watched so one deleted or edited by hand is put back.
     let children = crate::children::watch(&client, cli.namespace.as_deref()).await?;
     // Secrets, metadata only: a changed Secret triggers the Redis objects naming it (rotation).
@@ -102,6 +102,7 @@ pub async fn run(
     let ctx = Arc::new(
         Context::new(client, pods.store, recorder, metrics.clone())
             .with_children(children.stores.clone())
+            .with_operator_pods(cli.operator_pods(std::env::var("POD_NAMESPACE").ok()))
             .with_secrets(secrets.store),
     );
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -109,6 +110,7 @@ pub async fn run(
         .owns_stream(pods.events)
         .owns_stream(children.services)
         .owns_stream(children.pdbs)
+        .owns_stream(children.network_policies)
         .watches_stream(children.claims, {
             let resource = undecodable::resource();
             move |claim| crate::storage::redis_for_claim(&resource, &claim)

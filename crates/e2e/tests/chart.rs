@@ -231,6 +231,7 @@ fn helm_lint_passes_in_every_certificate_mode() -> Result<(), Error> {
         "certs.mode=secret,certs.secret.name=tls,certs.secret.caBundle=Cg==",
         "crds.templated=true",
         "webhook.networkPolicy.enabled=false",
+        "controller.networkPolicy.enabled=false",
         "controller.watchNamespace=apps",
     ] {
         run(

@@ -7,6 +7,8 @@
 //!   Standalone they do not exist: left over from a mode switch, they are deleted.
 //! - PodDisruptionBudget `<name>` (policy/v1): `maxUnavailable` from the spec (default 1) over
 //!   every pod of the Redis, so a node drain takes its pods down one at a time.
+//! - NetworkPolicy `<name>` (networking/v1), while `spec.networkPolicy` asks for one (built in
+//!   `crate::network_policy`, DESIGN §3j); deleted when it no longer does.
 //!
 //! The builders and the comparisons are pure: [`service`], [`pdb`], and what every child carries,
 //! [`meta`]. [`apply`] is the shell: it compares each desired
@@ -27,8 +29,10 @@ pub mod status;
 use crate::Error;
 use crate::k8s::watch::{self, Cached, Events};
 use crate::k8s::{self, apply_forced, controlled_by, controller_of};
+use crate::network_policy::{OperatorPods, network_policy, network_policy_differs};
 use api::Redis;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -112,10 +116,13 @@ pub struct Desired {
     /// Names of the Services of the other mode: deleted when they exist and are ours.
     pub absent_services: Vec<String>,
     pub pdb: PodDisruptionBudget,
+    /// Its NetworkPolicy; `None`: one of ours is deleted.
+    pub network_policy: Option<NetworkPolicy>,
 }
 
-/// Everything a Redis should have; `None` until it has a name, a namespace and a uid.
-pub fn desired(redis: &Redis) -> Option<Desired> {
+/// Everything a Redis should have (`operator`: the controller's pods, which its NetworkPolicy
+/// admits); `None` until it has a name, a namespace and a uid.
+pub fn desired(redis: &Redis, operator: &OperatorPods) -> Option<Desired> {
     let name = redis.metadata.name.as_deref()?;
     let mode = redis.spec.mode();
     let mut services = Vec::new();
@@ -131,6 +138,7 @@ pub fn desired(redis: &Redis) -> Option<Desired> {
         services,
         absent_services,
         pdb: pdb(redis)?,
+        network_policy: network_policy(redis, operator),
     })
 }
 
@@ -139,6 +147,7 @@ pub fn desired(redis: &Redis) -> Option<Desired> {
 pub struct Stores {
     pub services: Store<Service>,
     pub pdbs: Store<PodDisruptionBudget>,
+    pub network_policies: Store<NetworkPolicy>,
     /// The claims of Redis with `spec.storage` (see `storage`).
     pub claims: Store<PersistentVolumeClaim>,
 }
@@ -150,6 +159,7 @@ impl Stores {
         Stores {
             services: reflector::store::Writer::default().as_reader(),
             pdbs: reflector::store::Writer::default().as_reader(),
+            network_policies: reflector::store::Writer::default().as_reader(),
             claims: reflector::store::Writer::default().as_reader(),
         }
     }
@@ -161,6 +171,7 @@ pub struct Watches {
     pub stores: Stores,
     pub services: Events<Service>,
     pub pdbs: Events<PodDisruptionBudget>,
+    pub network_policies: Events<NetworkPolicy>,
     /// Claims are not owned through a controller reference: their changes are mapped to the
     /// Redis by their instance label (`storage::redis_for_claim`).
     pub claims: Events<PersistentVolumeClaim>,
@@ -179,7 +190,7 @@ impl WatchTasks {
     }
 }
 
-/// Starts the watches of Services, PodDisruptionBudgets and claims labelled as the operator's
+/// Starts the watches of Services, PodDisruptionBudgets, NetworkPolicies and claims labelled as the operator's
 /// (in `namespace`, or everywhere) and waits until every cache is filled, so the first passes do
 /// not re-apply children that exist.
 pub async fn watch(client: &Client, namespace: Option<&str>) -> Result<Watches, Error> {
@@ -187,11 +198,23 @@ pub async fn watch(client: &Client, namespace: Option<&str>) -> Result<Watches, 
     let pdbs = labelled(client, namespace, |pdb: &mut PodDisruptionBudget| {
         pdb.status = None;
     });
+    let network_policies = labelled(client, namespace, |_: &mut NetworkPolicy| {});
     let claims = labelled(client, namespace, |claim: &mut PersistentVolumeClaim| {
         claim.status = None;
     });
-    let ready = futures::future::try_join3(services.ready(), pdbs.ready(), claims.ready()).await;
-    let tasks = WatchTasks(vec![services.task, pdbs.task, claims.task]);
+    let ready = futures::future::try_join4(
+        services.ready(),
+        pdbs.ready(),
+        network_policies.ready(),
+        claims.ready(),
+    )
+    .await;
+    let tasks = WatchTasks(vec![
+        services.task,
+        pdbs.task,
+        network_policies.task,
+        claims.task,
+    ]);
     if let Err(e) = ready {
         tasks.abort();
         return Err(e);
@@ -200,10 +223,12 @@ pub async fn watch(client: &Client, namespace: Option<&str>) -> Result<Watches, 
         stores: Stores {
             services: services.store,
             pdbs: pdbs.store,
+            network_policies: network_policies.store,
             claims: claims.store,
         },
         services: services.events,
         pdbs: pdbs.events,
+        network_policies: network_policies.events,
         claims: claims.events,
         tasks,
     })
@@ -237,10 +262,16 @@ where
 }
 
 /// Applies the children of `redis` that differ from the caches, and deletes the Services of the
-/// other mode that it controls. No write at all when everything is as desired; none to a name
-/// another object holds.
-pub async fn apply(client: &Client, stores: &Stores, redis: &Redis) -> Result<Applied, Error> {
-    let desired = desired(redis).ok_or(Error::IncompleteObject("name, namespace or uid"))?;
+/// other mode and a NetworkPolicy no longer asked for, when it controls them. No write at all
+/// when everything is as desired; none to a name another object holds.
+pub async fn apply(
+    client: &Client,
+    stores: &Stores,
+    operator: &OperatorPods,
+    redis: &Redis,
+) -> Result<Applied, Error> {
+    let desired =
+        desired(redis, operator).ok_or(Error::IncompleteObject("name, namespace or uid"))?;
     let namespace = k8s::namespace(&redis.metadata)?;
     let uid = redis.metadata.uid.as_deref().unwrap_or_default();
     let mut applied = Applied::default();
@@ -273,14 +304,31 @@ pub async fn apply(client: &Client, stores: &Stores, redis: &Redis) -> Result<Ap
     let name = desired.pdb.name_any();
     let cached = stores.pdbs.get(&ObjectRef::new(&name).within(namespace));
     match holder(&pdbs, cached, &name, uid).await? {
-        Holder::Other(holder) => conflict("PodDisruptionBudget", name, holder),
+        Holder::Other(holder) => conflict("PodDisruptionBudget", name.clone(), holder),
         Holder::Ours(current) if !pdb_differs(&desired.pdb, Some(&current)) => {}
         Holder::Ours(_) | Holder::Nobody => apply_forced(&pdbs, &name, &desired.pdb).await?,
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), namespace);
+    let cached = stores
+        .network_policies
+        .get(&ObjectRef::new(&name).within(namespace));
+    match &desired.network_policy {
+        Some(policy) => match holder(&policies, cached, &name, uid).await? {
+            Holder::Other(holder) => conflict("NetworkPolicy", name, holder),
+            Holder::Ours(current) if !network_policy_differs(policy, Some(&current)) => {}
+            Holder::Ours(_) | Holder::Nobody => apply_forced(&policies, &name, policy).await?,
+        },
+        None => {
+            if let Some(current) = cached.filter(|p| controlled_by(p.as_ref(), uid)) {
+                delete(&policies, &name, current.uid()).await?;
+            }
+        }
     }
     Ok(applied)
 }
 
-/// Deletes a child of the other mode, only the one seen in the cache (uid precondition).
+/// Deletes a child no longer wanted (a Service of the other mode, a NetworkPolicy turned off),
+/// only the one seen in the cache (uid precondition).
 async fn delete<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), Error>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
@@ -295,7 +343,7 @@ where
     };
     match api.delete(name, &params).await {
         Ok(_) => {
-            tracing::info!(%kind, %name, "deleted: not used in this mode");
+            tracing::info!(%kind, %name, "deleted: no longer wanted");
             Ok(())
         }
         // Gone already, or replaced since the cache saw it: nothing of ours to delete.

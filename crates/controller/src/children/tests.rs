@@ -10,6 +10,11 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::json;
 use std::collections::BTreeMap;
 
+/// The children of a Redis for a controller whose own pods are unknown.
+fn desired_default(redis: &Redis) -> Option<Desired> {
+    desired(redis, &OperatorPods::default())
+}
+
 fn redis(spec: serde_json::Value) -> Redis {
     let mut r = Redis::new("cache", serde_json::from_value(spec).expect("spec"));
     r.metadata.namespace = Some("ns".into());
@@ -30,10 +35,10 @@ fn with_the_exporter_every_service_has_a_metrics_port_and_one_is_labelled_for_sc
     };
     let scraped =
         |svc: &Service| svc.labels().get(SCRAPE_LABEL).map(String::as_str) == Some("true");
-    let standalone = desired(&redis(json!({"exporter": {}}))).expect("desired");
+    let standalone = desired_default(&redis(json!({"exporter": {}}))).expect("desired");
     assert_eq!(port_names(&standalone.services[0]), ["redis", "metrics"]);
     assert!(scraped(&standalone.services[0]));
-    let replicated = desired(&redis(
+    let replicated = desired_default(&redis(
         json!({"mode": "Replication", "replicas": 3, "exporter": {}}),
     ))
     .expect("desired");
@@ -51,7 +56,7 @@ fn with_the_exporter_every_service_has_a_metrics_port_and_one_is_labelled_for_sc
             .all(|s| port_names(s).contains(&"metrics".to_owned()))
     );
     // Turning it off changes the ports, so the Services are applied again without them.
-    let off = desired(&redis(json!({"exporter": {"enabled": false}}))).expect("desired");
+    let off = desired_default(&redis(json!({"exporter": {"enabled": false}}))).expect("desired");
     assert!(service_differs(
         &off.services[0],
         Some(&standalone.services[0])
@@ -93,7 +98,7 @@ fn as_stored(service: &Service) -> Service {
 
 #[test]
 fn standalone_has_one_service_over_every_pod_and_no_role_services() {
-    let desired = desired(&redis(json!({"port": 8333}))).expect("desired");
+    let desired = desired_default(&redis(json!({"port": 8333}))).expect("desired");
     assert_eq!(names(&desired.services), ["cache"]);
     assert_eq!(
         desired.absent_services,
@@ -117,7 +122,7 @@ fn standalone_has_one_service_over_every_pod_and_no_role_services() {
 
 #[test]
 fn replication_routes_by_role_and_names_every_pod() {
-    let desired = desired(&redis(json!({"mode": "Replication"}))).expect("desired");
+    let desired = desired_default(&redis(json!({"mode": "Replication"}))).expect("desired");
     assert_eq!(
         names(&desired.services),
         ["cache", "cache-replicas", "cache-headless"]
@@ -152,7 +157,7 @@ fn replication_routes_by_role_and_names_every_pod() {
 
 #[test]
 fn every_child_is_labelled_and_controlled_by_the_redis() {
-    let desired = desired(&redis(json!({"mode": "Replication"}))).expect("desired");
+    let desired = desired_default(&redis(json!({"mode": "Replication"}))).expect("desired");
     let metas = desired
         .services
         .iter()
@@ -200,16 +205,16 @@ fn the_pdb_takes_max_unavailable_from_the_spec_over_every_pod() {
 fn nothing_is_built_without_a_uid_or_a_namespace() {
     let mut r = redis(json!({}));
     r.metadata.uid = None;
-    assert_eq!(desired(&r), None);
+    assert_eq!(desired_default(&r), None);
     let mut r = redis(json!({}));
     r.metadata.namespace = None;
-    assert_eq!(desired(&r), None);
+    assert_eq!(desired_default(&r), None);
 }
 
 #[test]
 fn what_the_api_server_stored_from_our_service_needs_no_write() {
     for spec in [json!({}), json!({"mode": "Replication", "port": 7000})] {
-        let desired = desired(&redis(spec)).expect("desired");
+        let desired = desired_default(&redis(spec)).expect("desired");
         for service in &desired.services {
             assert!(service_differs(service, None), "missing: apply");
             assert!(
@@ -273,7 +278,7 @@ fn a_changed_spec_or_a_hand_edit_needs_a_write() {
 #[test]
 fn the_cached_service_compares_as_the_stored_one() {
     let base = redis(json!({"mode": "Replication", "exporter": {}}));
-    let desired = desired(&base).expect("desired");
+    let desired = desired_default(&base).expect("desired");
     let other =
         super::service(&redis(json!({"port": 7000})), ServiceKind::Client).expect("service");
     for stored in desired.services.iter().map(as_stored) {
@@ -305,8 +310,8 @@ fn the_cached_service_compares_as_the_stored_one() {
 
 #[test]
 fn switching_modes_changes_the_client_selector_and_the_role_services() {
-    let standalone = desired(&redis(json!({}))).expect("desired");
-    let replication = desired(&redis(json!({"mode": "Replication"}))).expect("desired");
+    let standalone = desired_default(&redis(json!({}))).expect("desired");
+    let replication = desired_default(&redis(json!({"mode": "Replication"}))).expect("desired");
     let stored_standalone = as_stored(&standalone.services[0]);
     let stored_replication = as_stored(&replication.services[0]);
     // To Replication: the client Service narrows to the primary.
@@ -329,11 +334,26 @@ fn switching_modes_changes_the_client_selector_and_the_role_services() {
 
 #[test]
 fn only_children_the_redis_controls_are_deleted() {
-    let desired = desired(&redis(json!({"mode": "Replication"}))).expect("desired");
+    let desired = desired_default(&redis(json!({"mode": "Replication"}))).expect("desired");
     let ours = as_stored(&desired.services[1]);
     assert!(controlled_by(&ours, "u1"));
     assert!(!controlled_by(&ours, "another-redis"));
     let mut foreign = ours;
     foreign.metadata.owner_references = None;
     assert!(!controlled_by(&foreign, "u1"));
+}
+
+#[test]
+fn a_network_policy_is_a_child_only_while_the_spec_asks_for_one() {
+    assert_eq!(
+        desired_default(&redis(json!({})))
+            .expect("desired")
+            .network_policy,
+        None
+    );
+    let on = desired_default(&redis(json!({"networkPolicy": {}}))).expect("desired");
+    let policy = on.network_policy.expect("a policy");
+    assert_eq!(policy.metadata.name.as_deref(), Some("cache"));
+    let off = desired_default(&redis(json!({"networkPolicy": {"enabled": false}})));
+    assert_eq!(off.expect("desired").network_policy, None);
 }

@@ -7,6 +7,7 @@ use crate::cached::CachedPod;
 use crate::k8s::FIELD_MANAGER;
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
+use crate::network_policy::OperatorPods;
 use crate::{auth, children, replication};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -28,6 +29,8 @@ pub struct Context {
     terminating: Mutex<TerminatingNamespaces>,
     /// Services, PodDisruptionBudgets and claims labelled as ours (see `children`).
     pub children: children::Stores,
+    /// The controller's own pods, which every NetworkPolicy admits (`network_policy`).
+    pub operator: OperatorPods,
     /// Replication mode: since when each primary has been unhealthy.
     pub replication: replication::State,
     /// The passwords of each Redis with auth (see `auth`).
@@ -49,6 +52,7 @@ impl Context {
             failures: Mutex::default(),
             terminating: Mutex::default(),
             children: children::Stores::empty(),
+            operator: OperatorPods::default(),
             replication: replication::State::default(),
             auth: auth::State::default(),
         }
@@ -64,6 +68,14 @@ impl Context {
     /// every pass applies every child.
     pub fn with_children(mut self, stores: children::Stores) -> Self {
         self.children = stores;
+        self
+    }
+
+    /// The controller's own pods (flags `--operator-namespace`, `--operator-pod-labels`);
+    /// without them, the NetworkPolicies admit no controller pod (one outside the cluster
+    /// reaches the Redis pods from a node, which policies do not block).
+    pub fn with_operator_pods(mut self, operator: OperatorPods) -> Self {
+        self.operator = operator;
         self
     }
 

@@ -117,9 +117,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     if api::is_paused(&redis.metadata) {
         return paused(redis, ctx, namespace, name).await;
     }
-    // The Services and the PodDisruptionBudget. Their failure must not hold back the pods, so it
+    // The Services, the PodDisruptionBudget and the NetworkPolicy. Their failure must not hold back the pods, so it
     // is returned last.
-    let children = children::apply(&ctx.client, &ctx.children, redis).await;
+    let children = children::apply(&ctx.client, &ctx.children, &ctx.operator, redis).await;
     if let Ok(applied) = &children {
         for conflict in &applied.conflicts {
             publish(
