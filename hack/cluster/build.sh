@@ -7,6 +7,7 @@
 #   kubelet kube-proxy (the real node)                             (hack/cluster/kubernetes)
 #   pause oci-image (the real node's sandbox process, image packer) (hack/cluster/images)
 #   bed-provisioner (the real node's volumes, local directories)   (hack/cluster/provisioner)
+#   bed-firewall (NetworkPolicy enforcement: kube-router's firewall) (hack/cluster/kube-router)
 #   cert-manager-crds/ (YAML, not built: cert-manager's Issuer and Certificate CRDs, which the
 #                       e2e suite needs to apply deploy/)             (hack/cluster/cert-manager)
 #
@@ -114,8 +115,16 @@ tool_settings() {
       binaries=(bed-provisioner)
       ldflags="-s -w"
       ;;
+    kube-router)
+      # NetworkPolicy enforcement on the real nodes (iptables and ipsets): kube-router's network
+      # policy controller, for every real node at once (bed-firewall/main.go says why).
+      version=$(version_of "$dir" github.com/cloudnativelabs/kube-router/v2)
+      packages=(./bed-firewall)
+      binaries=(bed-firewall)
+      ldflags="-s -w"
+      ;;
     *)
-      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images provisioner cert-manager)"
+      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images provisioner kube-router cert-manager)"
       exit 1
       ;;
   esac
@@ -222,7 +231,7 @@ fetch_cert_manager_crds() {
 linked=()
 tools=("$@")
 if ((${#tools[@]} == 0)); then
-  tools=(etcd kwok helm images provisioner kubernetes cert-manager)
+  tools=(etcd kwok helm images provisioner kube-router kubernetes cert-manager)
 fi
 for tool in "${tools[@]}"; do
   if [[ $tool == cert-manager ]]; then

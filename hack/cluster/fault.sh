@@ -55,8 +55,8 @@ freezer() {
   echo "$1" >"$file"
 }
 
-# partition_rules add|del: the node's rules in FAULT_CHAIN (node.sh puts the chain first in INPUT,
-# OUTPUT and FORWARD). Pods of the node still reach each other on its bridge; the host's address
+# partition_rules add|del: the node's rules in FAULT_CHAIN (node.sh puts the chain first in mangle
+# INPUT, OUTPUT and FORWARD). Pods of the node still reach each other on its bridge; the host's address
 # on the bridge (NODE_IP, the source of the host's own connections to the pods) does not.
 partition_rules() {
   local op=$1 tag="partition ${NODE_NAME}" rule
@@ -70,15 +70,15 @@ partition_rules() {
   if [[ $op == add ]]; then
     for rule in "${rules[@]}"; do
       # shellcheck disable=SC2086 # a rule is words
-      iptables -w -C "$FAULT_CHAIN" $rule -m comment --comment "$tag" 2>/dev/null ||
-        iptables -w -A "$FAULT_CHAIN" $rule -m comment --comment "$tag"
+      iptables -w -t mangle -C "$FAULT_CHAIN" $rule -m comment --comment "$tag" 2>/dev/null ||
+        iptables -w -t mangle -A "$FAULT_CHAIN" $rule -m comment --comment "$tag"
     done
   else
     local line
     # Delete by number, highest first, every rule tagged for this node.
     while read -r line; do
-      iptables -w -D "$FAULT_CHAIN" "$line"
-    done < <(iptables -w -L "$FAULT_CHAIN" --line-numbers -n | awk -v t="/* ${tag} */" 'index($0, t) { print $1 }' | sort -rn)
+      iptables -w -t mangle -D "$FAULT_CHAIN" "$line"
+    done < <(iptables -w -t mangle -L "$FAULT_CHAIN" --line-numbers -n | awk -v t="/* ${tag} */" 'index($0, t) { print $1 }' | sort -rn)
   fi
 }
 

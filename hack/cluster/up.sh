@@ -326,6 +326,17 @@ for node in "${nodes[@]}"; do
   wait_until "kubelet-${node}" 180 kubectl wait node "$node" --for=condition=Ready --timeout=2s
 done
 wait_until kube-proxy 60 curl --silent --fail --max-time 2 "http://127.0.0.1:${PROXY_HEALTHZ_PORT}/healthz"
+# NetworkPolicies are enforced on the real nodes' pods: kube-router's firewall, one for every real
+# node (they share this network namespace; bed-firewall/main.go says why one), as the first node.
+# It reads pods, namespaces and policies with the bed's admin identity.
+start bed-firewall \
+  --kubeconfig="${state_dir}/kubeconfig" \
+  --hostname-override="${nodes[0]}" \
+  --bed-nodes="${nodes_csv}" \
+  --run-firewall=true --run-router=false --run-service-proxy=false \
+  --service-cluster-ip-range="${SERVICE_CIDR}" \
+  --enable-ipv6=false --health-port=0 --metrics-port=0 --v=1
+wait_until bed-firewall 60 iptables -w -S KUBE-ROUTER-FORWARD
 
 # The kubelets evict and taint their node (disk pressure: no pod is scheduled there) once the
 # disk holding .cluster/ has under 1% free (node.sh, evictionHard); a cold build of the workspace

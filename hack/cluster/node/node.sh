@@ -100,17 +100,21 @@ host_network_up() {
   if [[ -w /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
     echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
   fi
-  iptables -w -N "$EGRESS_CHAIN" 2>/dev/null || iptables -w -F "$EGRESS_CHAIN"
-  iptables -w -A "$EGRESS_CHAIN" -d "$POD_CIDR" -j RETURN
-  iptables -w -A "$EGRESS_CHAIN" -j DROP
-  iptables -w -C FORWARD -s "$POD_CIDR" -j "$EGRESS_CHAIN" 2>/dev/null ||
-    iptables -w -I FORWARD 1 -s "$POD_CIDR" -j "$EGRESS_CHAIN"
+  # Both guards live in the mangle table, which packets cross before the filter table: kube-router
+  # (bed-firewall) puts its chain first in filter FORWARD on every sync and ACCEPTs the pod
+  # traffic a policy allows there, which would bypass anything later in that table.
+  iptables -w -t mangle -N "$EGRESS_CHAIN" 2>/dev/null || iptables -w -t mangle -F "$EGRESS_CHAIN"
+  iptables -w -t mangle -A "$EGRESS_CHAIN" -d "$POD_CIDR" -j RETURN
+  iptables -w -t mangle -A "$EGRESS_CHAIN" -j DROP
+  iptables -w -t mangle -C FORWARD -s "$POD_CIDR" -j "$EGRESS_CHAIN" 2>/dev/null ||
+    iptables -w -t mangle -I FORWARD 1 -s "$POD_CIDR" -j "$EGRESS_CHAIN"
   # The chain fault.sh fills to cut a node off, first in every path a packet of the machine takes
-  # (before kube-proxy's and kubelet's rules, which accept established connections).
-  iptables -w -N "$FAULT_CHAIN" 2>/dev/null || iptables -w -F "$FAULT_CHAIN"
+  # (before kube-proxy's, kubelet's and kube-router's rules, which accept established connections).
+  iptables -w -t mangle -N "$FAULT_CHAIN" 2>/dev/null || iptables -w -t mangle -F "$FAULT_CHAIN"
   local hook
   for hook in INPUT OUTPUT FORWARD; do
-    iptables -w -C "$hook" -j "$FAULT_CHAIN" 2>/dev/null || iptables -w -I "$hook" 1 -j "$FAULT_CHAIN"
+    iptables -w -t mangle -C "$hook" -j "$FAULT_CHAIN" 2>/dev/null ||
+      iptables -w -t mangle -I "$hook" 1 -j "$FAULT_CHAIN"
   done
   # kwok's pods have no network: their addresses fail at once instead of following the default
   # route. Service addresses go to the host interface (a blackhole would fail connect() before
@@ -133,8 +137,9 @@ node_network_up() {
 node_network_down() {
   ip route del blackhole "$KWOK_POD_CIDR" 2>/dev/null || true
   ip route del "$SERVICE_CIDR" dev "$HOST_IF" 2>/dev/null || true
-  # Our guard and fault chains, kube-proxy's and kubelet's chains (KUBE-*) and the CNI plugins'
-  # (CNI-*), with every rule that jumps to them: each table saved without them and restored at once.
+  # Our guard and fault chains, kube-proxy's, kubelet's and kube-router's chains (KUBE-*) and the
+  # CNI plugins' (CNI-*), with every rule that jumps to them: each table saved without them and
+  # restored at once.
   local save table rules ours="(KUBE|CNI)-|${EGRESS_CHAIN}|${FAULT_CHAIN}"
   for save in iptables-save ip6tables-save; do
     command -v "$save" >/dev/null || continue
@@ -144,6 +149,14 @@ node_network_down() {
       grep -v -E "$ours" <<<"$rules" | "${save/-save/-restore}" -T "$table" || true
     done
   done
+  # kube-router's ipsets (KUBE-SRC-*, KUBE-DST-*, ...) outlive its rules; free once no rule
+  # refers to them.
+  if command -v ipset >/dev/null; then
+    local set
+    for set in $(ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-' || true); do
+      ipset destroy "$set" 2>/dev/null || true
+    done
+  fi
   local link
   for link in $(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^redisbed(0|-n[0-9]+)$' || true); do
     ip link del "$link" 2>/dev/null || true
