@@ -1,13 +1,14 @@
 //! The rules on `spec.networkPolicy` (DESIGN §2, for §3j the NetworkPolicy): peers the API
 //! server accepts in a NetworkPolicy's `from` (the controller copies them there; a peer it
 //! refuses would leave the Redis without its policy), at most [`MAX_PEERS`] of each. The
-//! warnings: a Redis anyone in the cluster can read and write (no auth, no policy), a policy no
-//! client gets through, and metrics settings that do nothing.
+//! warnings: a Redis anyone in the cluster can read and write (no auth, no policy; in Replication
+//! mode the `replication` module's auth warning says it), a policy no client gets through, and
+//! metrics settings that do nothing.
 
 use super::placement::selector_violations;
 use super::violation::{Violation, shown};
 use crate::network_policy::MAX_PEERS;
-use crate::types::RedisSpec;
+use crate::types::{Mode, RedisSpec};
 use k8s_openapi::api::networking::v1::{IPBlock, NetworkPolicyPeer};
 use std::net::IpAddr;
 
@@ -147,7 +148,8 @@ pub(super) fn network_policy_warnings(spec: &RedisSpec) -> Vec<String> {
     let mut warnings = Vec::new();
     let port = spec.port();
     match spec.network_policy() {
-        None if spec.auth.is_none() => warnings.push(format!(
+        // Replication mode says it in its own warning about auth.
+        None if spec.auth.is_none() && spec.mode() != Mode::Replication => warnings.push(format!(
             "spec.networkPolicy and spec.auth are not set: any pod in the cluster can connect to \
              port {port}, read and write every key and change the configuration; set \
              spec.networkPolicy.allowedClients to the clients that may connect, and spec.auth"

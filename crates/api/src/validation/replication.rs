@@ -98,7 +98,7 @@ pub(super) fn replication_warnings(spec: &RedisSpec) -> Vec<String> {
     }
     if spec.auth.is_none() {
         warnings.push(
-            "spec.auth: not set in Replication mode, so any pod that can reach the pods can read and write (and replicate or reconfigure them); set spec.auth.secretRef to a Secret holding a password"
+            "spec.auth: not set in Replication mode, so any pod that can reach the pods can read and write (and replicate or reconfigure them); set spec.auth.secretRef to a Secret holding a password, and spec.networkPolicy to choose who can reach them"
                 .to_owned(),
         );
     }

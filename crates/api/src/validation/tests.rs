@@ -1722,6 +1722,8 @@ fn who_can_connect_is_warned_about() {
     assert_eq!(open.len(), 1, "{open:?}");
     assert!(open[0].contains("any pod in the cluster can connect to port 6379"));
     assert_eq!(warns(json!({"networkPolicy": {"enabled": false}})), open);
+    // Replication mode's own warning about auth says it there (once).
+    assert!(warns(json!({"mode": "Replication", "replicas": 3})).is_empty());
     // With auth and no policy: quiet (today's behaviour, the password guards it).
     let auth = json!({"name": "pw"});
     assert!(warns(json!({"auth": {"secretRef": auth}})).is_empty());
