@@ -245,3 +245,68 @@ async fn a_redis_without_auth_or_policy_is_warned_about_at_apply() -> Result<(),
     );
     Ok(())
 }
+
+/// The packets the bed's egress guard dropped so far (`hack/cluster/node/node.sh`: the chain
+/// `REDIS-BED-EGRESS` in the mangle table, whose last rule drops what a pod sends outside the
+/// pod range).
+async fn egress_guard_drops() -> Result<u64, Error> {
+    let output = tokio::process::Command::new("iptables")
+        .args(["-w", "-t", "mangle", "-L", "REDIS-BED-EGRESS", "-v", "-x", "-n"])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(30), output)
+        .await
+        .map_err(|_| Error::Process {
+            what: "iptables -L REDIS-BED-EGRESS".into(),
+            reason: "did not finish within 30 s".into(),
+        })?
+        .map_err(|e| Error::process("iptables -L REDIS-BED-EGRESS", e))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // `pkts bytes target ...`: the DROP rule's packet count.
+    text.lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(2) == Some(&"DROP")).then(|| fields.first()?.parse().ok())?
+        })
+        .ok_or_else(|| Error::Process {
+            what: "the bed's egress guard".into(),
+            reason: format!("no DROP rule in REDIS-BED-EGRESS: {text:?}"),
+        })
+}
+
+/// The bed's own promise (nothing leaves the machine) holds with the policy engine on: a pod
+/// whose egress a NetworkPolicy allows everywhere (the policy engine accepts its packets in the
+/// filter table) still has what it sends outside the pod range dropped by the guard, which sits
+/// in the mangle table before it.
+#[tokio::test]
+async fn a_pod_allowed_all_egress_still_reaches_nothing_outside_the_pod_range() -> Result<(), Error>
+{
+    let (_cluster, ns, _operator) = node::setup("netpol-egress").await?;
+    let policies: Api<NetworkPolicy> = ns.api();
+    let allow_all: NetworkPolicy = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-all-egress"},
+        "spec": {
+            "podSelector": {"matchLabels": {"probe": "true"}},
+            "policyTypes": ["Egress"],
+            "egress": [{}],
+        },
+    }))
+    .map_err(|e| Error::process("the test's policy", e))?;
+    policies
+        .create(&PostParams::default(), &allow_all)
+        .await
+        .context("creating the allow-all egress policy")?;
+    let before = egress_guard_drops().await?;
+    // TEST-NET-2 (RFC 5737): never a pod; the host forwards it to its default route, where the
+    // guard must drop it (a host without a default route fails this test: nothing to guard).
+    let output = probe(&ns, &[("role", "web")], "198.51.100.1", PORT).await?;
+    let after = egress_guard_drops().await?;
+    assert_ne!(output, "PONG", "a pod reached an outside address");
+    assert!(
+        after > before,
+        "the guard dropped nothing of the probe's packets ({before} -> {after}); it said {output:?}"
+    );
+    Ok(())
+}
