@@ -5,8 +5,8 @@
 #   images.sh base                         the pod sandbox image (registry.k8s.io/pause:3.10, our
 #                                          bin/pause) and the Redis image (localhost/redis:bed, and
 #                                          localhost/redis:<version>): Debian's redis-server,
-#                                          redis-cli and dash as /bin/sh with the libraries they
-#                                          link, uid 999;
+#                                          redis-cli, dash as /bin/sh and coreutils' timeout and
+#                                          sleep with the libraries they link, uid 999;
 #                                          and the metrics exporter (localhost/redis-exporter:bed,
 #                                          and localhost/redis-exporter:<version>): Debian's
 #                                          prometheus-redis-exporter (oliver006's redis_exporter,
@@ -107,6 +107,11 @@ build_base() {
   # A POSIX shell, as the official images have (Debian's dash, alpine's busybox ash): a Redis
   # with auth starts through `sh -c` (the controller's pods::build::AUTH_LAUNCHER).
   copy_binary "$rootfs" /usr/bin/dash /bin/sh
+  # coreutils' timeout and sleep, as Debian's official image has them: redis-cli 7.0 has no
+  # connect timeout, and a probe through a policy that drops its packets must end; a probe
+  # retries while the policy engine learns its new pod's IP (e2e network_policy).
+  copy_binary "$rootfs" /usr/bin/timeout /usr/bin/timeout
+  copy_binary "$rootfs" /usr/bin/sleep /usr/bin/sleep
   base_files "$rootfs" redis 999
   install -d -m 0755 -o 999 -g 999 "${rootfs}/data"
   pack redis "$rootfs" --tag localhost/redis:bed --tag "localhost/redis:${redis_version}" \

@@ -25,8 +25,25 @@ const NAME: &str = "guarded";
 /// How long one probe pod may take to run `redis-cli` to its end.
 const PROBE: Duration = Duration::from_secs(90);
 
-/// What a pod labelled `labels` in `ns` gets from `redis-cli -h host -p port PING` (`-t 3`: a
-/// dropped packet gives a timeout, not a hang): its output, "PONG" when it got through.
+/// How many times one probe pod tries to connect, a second apart.
+const ATTEMPTS: u32 = 5;
+/// The probe: `$0` host, `$1` port, `$2` attempts; prints the last answer (stderr included).
+const PROBE_SCRIPT: &str = r#"i=0
+while [ "$i" -lt "$2" ]; do
+  out=$(timeout 5 redis-cli -h "$0" -p "$1" PING 2>&1)
+  [ "$out" = PONG ] && break
+  i=$((i + 1))
+  sleep 1
+done
+echo "$out""#;
+
+/// What a pod labelled `labels` in `ns` gets from `redis-cli -h host -p port PING`: its output,
+/// "PONG" when it got through, nothing when it timed out. Each try runs under `timeout 5`
+/// (redis-cli 7.0 has no connect timeout: a dropped packet must end the probe, not hang it).
+/// The pod tries up to ATTEMPTS times and stops at the first PONG: a policy engine learns a new
+/// pod's IP only after the pod has started, so the first try of an allowed client can be
+/// refused. An answer other than PONG is therefore the last of ATTEMPTS tries over seconds,
+/// long after the engine has seen the pod.
 async fn probe(
     ns: &TestNamespace,
     labels: &[(&str, &str)],
@@ -48,12 +65,9 @@ async fn probe(
         if let Some(c) = spec.containers.first_mut() {
             c.image = Some(REDIS_IMAGE.into());
             c.image_pull_policy = Some("Never".into());
-            c.command = Some(vec!["redis-cli".into()]);
-            c.args = Some(
-                ["-t", "3", "-h", host, "-p", &port.to_string(), "PING"]
-                    .map(str::to_owned)
-                    .to_vec(),
-            );
+            c.command = Some(vec!["sh".into(), "-c".into(), PROBE_SCRIPT.into()]);
+            // sh -c's $0, $1 and $2.
+            c.args = Some(vec![host.to_owned(), port.to_string(), ATTEMPTS.to_string()]);
         }
     }
     pods.create(&PostParams::default(), &pod)

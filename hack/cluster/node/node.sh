@@ -360,6 +360,10 @@ fileCheckFrequency: 0s
 # less safe). Beta and on by default since 1.35 (KubeletCrashLoopBackOffMax).
 crashLoopBackOff: {maxContainerRestartPeriod: 10s}
 volumePluginDir: ${node_dir}/kubelet/volume-plugins
+# Each node its own pod log directory: a kubelet's container GC deletes every directory of
+# /var/log/pods whose pod it does not run, so on a shared one the nodes deleted each other's
+# logs (a pod's log read from the API server failed with "no such file or directory").
+podLogsDir: ${node_dir}/pod-logs
 YAML
 }
 
