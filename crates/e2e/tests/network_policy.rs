@@ -67,7 +67,11 @@ async fn probe(
             c.image_pull_policy = Some("Never".into());
             c.command = Some(vec!["sh".into(), "-c".into(), PROBE_SCRIPT.into()]);
             // sh -c's $0, $1 and $2.
-            c.args = Some(vec![host.to_owned(), port.to_string(), ATTEMPTS.to_string()]);
+            c.args = Some(vec![
+                host.to_owned(),
+                port.to_string(),
+                ATTEMPTS.to_string(),
+            ]);
         }
     }
     pods.create(&PostParams::default(), &pod)
@@ -265,7 +269,16 @@ async fn a_redis_without_auth_or_policy_is_warned_about_at_apply() -> Result<(),
 /// pod range).
 async fn egress_guard_drops() -> Result<u64, Error> {
     let output = tokio::process::Command::new("iptables")
-        .args(["-w", "-t", "mangle", "-L", "REDIS-BED-EGRESS", "-v", "-x", "-n"])
+        .args([
+            "-w",
+            "-t",
+            "mangle",
+            "-L",
+            "REDIS-BED-EGRESS",
+            "-v",
+            "-x",
+            "-n",
+        ])
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();

@@ -10,7 +10,8 @@ use e2e::node::{self, MISSING_IMAGE, REDIS_IMAGE};
 
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -318,7 +319,8 @@ fn helm() -> std::path::PathBuf {
 /// `helm install` of the chart with the project's own images (`make images` imports them into
 /// the real node's runtime under the names `make docker-build` gives): both Deployments become
 /// Ready on the real node, the API server calls the webhook through its Service (a bad spec is
-/// refused with the webhook's message), and a Redis created through this install serves.
+/// refused with the webhook's message), and a Replication Redis created through this install
+/// serves and fails over behind its NetworkPolicy, the controller pod behind the chart's.
 #[tokio::test]
 async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
     let cluster = Cluster::connect().await?;
@@ -449,14 +451,24 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
     }
 
     // A Redis through this install: defaulted by the webhook, reconciled by the controller pod.
+    // It replicates behind its own NetworkPolicy admitting no client: the controller pod gets
+    // through only as the operator (the chart's --operator-namespace and --operator-pod-labels),
+    // from behind the chart's own policy for the controller, to read the pods and fail over.
+    let mut via_helm = new_redis("via-helm", 3, REDIS_IMAGE, 7000);
+    via_helm.spec.mode = Some(api::Mode::Replication);
+    via_helm.spec.replication = Some(
+        serde_json::from_value(json!({"failoverAfter": "5s"}))
+            .map_err(|e| Error::process("the replication spec", e))?,
+    );
+    via_helm.spec.network_policy = Some(
+        serde_json::from_value(json!({"enabled": true}))
+            .map_err(|e| Error::process("the networkPolicy spec", e))?,
+    );
     redis_api
-        .create(
-            &PostParams::default(),
-            &new_redis("via-helm", 1, REDIS_IMAGE, 7000),
-        )
+        .create(&PostParams::default(), &via_helm)
         .await
         .context("creating via-helm")?;
-    let pods = wait_serving(&ns, "via-helm", 1, REDIS_IMAGE).await?;
+    let pods = wait_serving(&ns, "via-helm", 3, REDIS_IMAGE).await?;
     assert_eq!(cli(&pods[0], 7000, &["PING"]).await?, "PONG");
     let stored = redis_api
         .get("via-helm")
@@ -467,6 +479,19 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         Some("IfNotPresent".to_owned()),
         "the webhook's defaults"
     );
+    let primary = node::wait_replicating(&ns, "via-helm", 3, CONVERGE, None).await?;
+    let policies: Api<NetworkPolicy> = ns.api();
+    policies
+        .get("via-helm")
+        .await
+        .context("reading via-helm's NetworkPolicy")?;
+    let redis_pods: Api<Pod> = ns.api();
+    redis_pods
+        .delete(&primary, &DeleteParams::default().grace_period(0))
+        .await
+        .context("deleting via-helm's primary")?;
+    node::wait_promoted(&ns, "via-helm", &primary, CONVERGE).await?;
+    node::wait_replicating(&ns, "via-helm", 3, CONVERGE, Some(&primary)).await?;
 
     // The Redis goes before the release, so its finalizer is handled by the controller pod.
     redis_api
