@@ -8,15 +8,17 @@
 //! - §2 admission rules (validating webhook): [`validation`] (the policy, the entry points and
 //!   the ratchet), its private modules by part of the spec: `meta` (names, deletion protection),
 //!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e),
-//!   `placement` (§3h), `network_policy` (§3j), and `syntax` (names, label keys and values).
+//!   `placement` (§3h), `network_policy` (§3j), `tls` (§3k), and `syntax` (names, label keys and
+//!   values).
 //! - §3 pod names, labels and the selector, the keys the operator owns on its pods, the topology
 //!   keys of the default spread: [`pods`].
 //! - §3d persistence (claims, retention, sizes, the claim rules): [`storage`].
 //! - §3e the metrics exporter sidecar: [`exporter`].
 //! - §3j who may reach the pods (the NetworkPolicy's settings): [`network_policy`].
+//! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli): [`tls`].
 //!
 //! The modules form layers, each using only those below it: [`schema`]; then [`types`] (which
-//! holds [`storage`]'s, [`exporter`]'s and [`network_policy`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
+//! holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s and [`tls`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
 //! [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod crd;
@@ -27,12 +29,14 @@ pub mod pods;
 pub mod schema;
 pub mod shown;
 pub mod storage;
+pub mod tls;
 pub mod types;
 pub mod validation;
 
 pub use exporter::ExporterSpec;
 pub use network_policy::NetworkPolicySpec;
 pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};
+pub use tls::{TlsClientAuth, TlsSecretRef, TlsSpec};
 pub use types::{
     AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodDisruptionBudgetSpec, Redis, RedisSpec,
     RedisStatus, ReplicationSpec, SecretKeyRef,

@@ -128,6 +128,10 @@ pub struct RedisSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy: Option<crate::network_policy::NetworkPolicySpec>,
 
+    /// TLS on spec.port: redis-server serves only TLS there (unless plaintextPort adds a port without it), replicas replicate over TLS, and the probes, the exporter and the operator connect with it, the operator verifying every pod's certificate against the Secret's ca.crt and the name `<name>.<namespace>.svc`. A renewed certificate in the Secret is loaded live, without restarting a pod. Not set: no TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::tls::TlsSpec>,
+
     /// Node labels a node must have for the pods to run on it (the pods' nodeSelector), e.g. `disktype: ssd`. Keys and values must be valid label keys and values. Not set: any node. A change replaces the pods one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,

@@ -33,5 +33,6 @@ pub mod redis_server;
 pub mod replication;
 pub mod run;
 pub mod storage;
+pub mod tls;
 
 pub use error::{Error, RetryClass, backoff};

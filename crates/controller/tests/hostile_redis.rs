@@ -66,6 +66,7 @@ async fn a_server_streaming_an_endless_reply_costs_a_bounded_read_and_a_clear_er
         ip: "127.0.0.1",
         port,
         password: None,
+        tls: None,
     };
     // Peak memory counts from here (writing 5 to clear_refs resets VmHWM to the current RSS).
     std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS");

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod bench;
+pub mod certs;
 mod cluster;
 mod crd;
 mod error;

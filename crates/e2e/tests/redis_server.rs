@@ -52,6 +52,7 @@ impl RedisServer {
             ip: "127.0.0.1",
             port: self.port,
             password: None,
+            tls: None,
         }
     }
 

@@ -35,7 +35,7 @@ pub(super) fn auth_violations(spec: &RedisSpec) -> Vec<Violation> {
 
 /// A Secret's name is a DNS-1123 subdomain: dot-separated labels of lowercase letters, digits
 /// and `-`, each starting and ending with a letter or digit; at most 253 characters.
-fn secret_name_problem(name: &str) -> Result<(), String> {
+pub(super) fn secret_name_problem(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".to_owned());
     }

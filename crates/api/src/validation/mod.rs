@@ -22,6 +22,7 @@
 //!   Redis held on one node (§3h).
 //! - `network_policy`: `spec.networkPolicy`'s peers, with the warnings about who can (or
 //!   cannot) connect (§3j).
+//! - `tls`: `spec.tls`'s Secret name and plaintext port, with the plaintext port's warning (§3k).
 //! - `syntax`: the syntax of Kubernetes names, label keys and values, which the others check.
 
 mod auth;
@@ -34,6 +35,7 @@ mod placement;
 mod replication;
 mod storage;
 mod syntax;
+mod tls;
 mod violation;
 
 use crate::types::Redis;
@@ -122,6 +124,13 @@ impl Policy {
         verdict
             .warnings
             .extend(storage::storage_update_warnings(&new.spec, &old.spec));
+        // TLS is not turned on or off under running replication (never ratcheted).
+        verdict
+            .violations
+            .extend(tls::tls_update_violations(&new.spec, &old.spec));
+        verdict
+            .warnings
+            .extend(tls::tls_update_warnings(&new.spec, &old.spec));
         let violations = self.object_violations(new, &image);
         if violations.is_empty() {
             return verdict;
@@ -191,6 +200,7 @@ impl Policy {
         violations.extend(exporter::exporter_violations(spec));
         violations.extend(placement::placement_violations(spec));
         violations.extend(network_policy::network_policy_violations(spec));
+        violations.extend(tls::tls_violations(spec, lowest));
         violations
     }
 
@@ -249,6 +259,7 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     warnings.extend(replication::replication_warnings(spec));
     warnings.extend(placement::placement_warnings(redis));
     warnings.extend(network_policy::network_policy_warnings(spec));
+    warnings.extend(tls::tls_warnings(spec));
     warnings
 }
 

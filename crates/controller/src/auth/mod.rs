@@ -23,7 +23,7 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::events::publish;
 use crate::k8s::{self, watch};
-use crate::redis_server::Server;
+use crate::redis_server::{Server, TlsClient};
 use api::Redis;
 use futures::future;
 use k8s_openapi::api::core::v1::Secret;
@@ -217,8 +217,9 @@ pub async fn apply(
     recorder: &Recorder,
     redis: &Redis,
     pods: &[Arc<CachedPod>],
+    tls: Option<&TlsClient>,
 ) -> Result<Option<Settled>, Error> {
-    let settled = settle(state, client, redis, pods).await?;
+    let settled = settle(state, client, redis, pods, tls).await?;
     let reference = redis.object_ref(&());
     if !settled.rotated.is_empty() {
         let note = format!(
@@ -262,6 +263,7 @@ pub async fn settle(
     client: &Client,
     redis: &Redis,
     pods: &[Arc<CachedPod>],
+    tls: Option<&TlsClient>,
 ) -> Result<Settled, Error> {
     let uid = redis.metadata.uid.clone().unwrap_or_default();
     let namespace = k8s::namespace(&redis.metadata)?;
@@ -282,7 +284,7 @@ pub async fn settle(
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
-    let checks = future::join_all(live.iter().map(|pod| check(pod, port, &tries))).await;
+    let checks = future::join_all(live.iter().map(|pod| check(pod, port, tls, &tries))).await;
     let mut all_current = true;
     let mut rotated = Vec::new();
     let mut refused = Vec::new();
@@ -301,6 +303,7 @@ pub async fn settle(
                     ip,
                     port,
                     password: tries.get(i).copied().flatten(),
+                    tls,
                 };
                 match server.set_password(wanted.as_deref().unwrap_or("")).await {
                     Ok(()) => rotated.push(name),
@@ -358,7 +361,12 @@ fn report(state: &State, uid: &str, password: Password, failure: Option<String>)
 }
 
 /// Which of `tries` the pod accepts (`Some(None)`: none); `None` when it does not answer.
-async fn check(pod: &CachedPod, port: u16, tries: &[Option<&str>]) -> Option<Option<usize>> {
+async fn check(
+    pod: &CachedPod,
+    port: u16,
+    tls: Option<&TlsClient>,
+    tries: &[Option<&str>],
+) -> Option<Option<usize>> {
     let ip = pod.ip()?;
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     for (i, password) in tries.iter().enumerate() {
@@ -367,6 +375,7 @@ async fn check(pod: &CachedPod, port: u16, tries: &[Option<&str>]) -> Option<Opt
             ip,
             port,
             password: *password,
+            tls,
         };
         match answer(&server.ping().await) {
             Answer::Accepted => return Some(Some(i)),
@@ -422,7 +431,7 @@ mod tests {
                 .respond(200, secret_with_more()),
         ]);
         let state = State::default();
-        let settled = settle(&state, &client, &redis_naming("pw"), &[])
+        let settled = settle(&state, &client, &redis_naming("pw"), &[], None)
             .await
             .expect("settles");
         assert_eq!(settled.password.as_deref(), Some("s3cr3t"));

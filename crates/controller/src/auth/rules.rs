@@ -103,16 +103,19 @@ pub fn password_in(secret: &Secret, key: &str) -> Result<String, String> {
     Ok(password)
 }
 
-/// Whether the (untyped) Redis names Secret `name` of `namespace` in `spec.auth`, read as the
-/// typed `AuthSpec` (one that does not decode names no Secret).
+/// Whether the (untyped) Redis names Secret `name` of `namespace`, in `spec.auth` or in
+/// `spec.tls` (§3k), each read as its typed spec (one that does not decode names no Secret).
 pub fn references(redis: &DynamicObject, namespace: Option<&str>, name: &str) -> bool {
-    redis.metadata.namespace.as_deref() == namespace
-        && redis
-            .data
-            .get("spec")
-            .and_then(|spec| spec.get("auth"))
-            .and_then(|auth| AuthSpec::deserialize(auth).ok())
-            .is_some_and(|auth| auth.secret_ref.name == name)
+    let spec = redis.data.get("spec");
+    let auth = spec
+        .and_then(|spec| spec.get("auth"))
+        .and_then(|auth| AuthSpec::deserialize(auth).ok())
+        .is_some_and(|auth| auth.secret_ref.name == name);
+    let tls = spec
+        .and_then(|spec| spec.get("tls"))
+        .and_then(|tls| api::TlsSpec::deserialize(tls).ok())
+        .is_some_and(|tls| tls.secret_ref.name == name);
+    redis.metadata.namespace.as_deref() == namespace && (auth || tls)
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@ use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
     ExecAction, HTTPGetAction, PersistentVolumeClaimVolumeSource, Pod, PodAffinityTerm,
     PodAntiAffinity, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretKeySelector,
-    SecurityContext, TopologySpreadConstraint, Volume, VolumeMount, WeightedPodAffinityTerm,
+    SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume, VolumeMount,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -86,15 +87,23 @@ fn auth_launcher() -> Vec<String> {
 /// The pod spec every pod of this Redis runs (the same for all ordinals).
 pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
     let port = spec.port();
-    let mut args = vec![
-        "--port".to_owned(),
-        port.to_string(),
-        // Protected mode refuses every client but loopback when no password is set; the
-        // official images are built with it off, Debian's redis-server is not. Clients reach
-        // the pod over the pod network, so say it rather than depend on how the image was built.
-        "--protected-mode".to_owned(),
-        "no".to_owned(),
-    ];
+    // TLS (§3k): spec.port serves TLS (`--tls-port`), and `--port` only the plaintext port if
+    // asked for (else 0: none).
+    let listen = match &spec.tls {
+        Some(tls) => api::tls::server_args(tls, port),
+        None => vec!["--port".to_owned(), port.to_string()],
+    };
+    let mut args = [
+        listen,
+        vec![
+            // Protected mode refuses every client but loopback when no password is set; the
+            // official images are built with it off, Debian's redis-server is not. Clients reach
+            // the pod over the pod network, so say it rather than depend on how the image was built.
+            "--protected-mode".to_owned(),
+            "no".to_owned(),
+        ],
+    ]
+    .concat();
     if spec.mode() == api::Mode::Replication {
         // Start fenced: a replica of nowhere until the operator says whom to follow, so a
         // restarted primary never serves (or feeds its replicas) an empty data set.
@@ -127,14 +136,16 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
         None => (None, [vec!["redis-server".to_owned()], args].concat()),
     };
+    let tls_cli = spec.tls.as_ref().map(|_| api::tls::cli_args());
     let ping = Probe {
         exec: Some(ExecAction {
-            command: Some(vec![
-                "redis-cli".into(),
-                "-p".into(),
-                port.to_string(),
-                "ping".into(),
-            ]),
+            command: Some(
+                ["redis-cli".to_owned(), "-p".to_owned(), port.to_string()]
+                    .into_iter()
+                    .chain(tls_cli.into_iter().flatten())
+                    .chain(["ping".to_owned()])
+                    .collect(),
+            ),
         }),
         period_seconds: Some(5),
         timeout_seconds: Some(2),
@@ -179,11 +190,15 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         liveness_probe: Some(alive),
         resources: spec.resources.clone(),
         security_context: Some(security_context.clone()),
-        volume_mounts: Some(vec![VolumeMount {
-            name: DATA_VOLUME.into(),
-            mount_path: DATA_PATH.into(),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(
+            std::iter::once(VolumeMount {
+                name: DATA_VOLUME.into(),
+                mount_path: DATA_PATH.into(),
+                ..VolumeMount::default()
+            })
+            .chain(spec.tls.as_ref().map(|_| tls_mount()))
+            .collect(),
+        ),
         ..Container::default()
     }];
     if let Some(exporter) = spec.exporter() {
@@ -202,7 +217,11 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
             }),
             ..PodSecurityContext::default()
         }),
-        volumes: Some(vec![data_volume(spec)]),
+        volumes: Some(
+            std::iter::once(data_volume(spec))
+                .chain(spec.tls.as_ref().map(tls_volume))
+                .collect(),
+        ),
         // Redis never talks to the API server.
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
@@ -296,10 +315,30 @@ fn exporter_container(
         value: Some(value),
         value_from: None,
     };
+    let scheme = if spec.tls.is_some() {
+        "rediss"
+    } else {
+        "redis"
+    };
     let mut env = vec![
-        plain("REDIS_ADDR", format!("redis://localhost:{}", spec.port())),
+        plain(
+            "REDIS_ADDR",
+            format!("{scheme}://localhost:{}", spec.port()),
+        ),
         plain("REDIS_EXPORTER_WEB_LISTEN_ADDRESS", format!(":{port}")),
     ];
+    if spec.tls.is_some() {
+        use api::tls::{CA_KEY, CERT_KEY, PRIVATE_KEY_KEY, file};
+        env.extend([
+            plain("REDIS_EXPORTER_TLS_CA_CERT_FILE", file(CA_KEY)),
+            // The pod's own certificate, shown when redis-server asks (clientAuth).
+            plain("REDIS_EXPORTER_TLS_CLIENT_CERT_FILE", file(CERT_KEY)),
+            plain("REDIS_EXPORTER_TLS_CLIENT_KEY_FILE", file(PRIVATE_KEY_KEY)),
+            // Over loopback in its own pod, where no one can stand between; the certificate
+            // names the Service, not `localhost`, so a name check could only fail.
+            plain("REDIS_EXPORTER_SKIP_TLS_VERIFICATION", "true".to_owned()),
+        ]);
+    }
     if let Some((name, key)) = spec.auth_secret() {
         env.push(secret_env(PASSWORD_ENV, name, key));
     }
@@ -329,7 +368,33 @@ fn exporter_container(
         liveness_probe: Some(health),
         resources: exporter.resources.clone(),
         security_context: Some(security_context),
+        volume_mounts: spec.tls.as_ref().map(|_| vec![tls_mount()]),
         ..Container::default()
+    }
+}
+
+/// The Secret of `spec.tls`, read-only to the pod's group (fsGroup) only. A Secret volume
+/// follows the Secret: a renewed certificate reaches the running pods' files, and the
+/// controller has redis-server load it (`tls`).
+fn tls_volume(tls: &api::TlsSpec) -> Volume {
+    Volume {
+        name: api::tls::VOLUME.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(tls.secret_ref.name.clone()),
+            default_mode: Some(0o440),
+            optional: Some(false),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+fn tls_mount() -> VolumeMount {
+    VolumeMount {
+        name: api::tls::VOLUME.into(),
+        mount_path: api::tls::MOUNT_PATH.into(),
+        read_only: Some(true),
+        ..VolumeMount::default()
     }
 }
 

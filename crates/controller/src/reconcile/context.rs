@@ -8,7 +8,7 @@ use crate::k8s::FIELD_MANAGER;
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
 use crate::network_policy::OperatorPods;
-use crate::{auth, children, replication};
+use crate::{auth, children, replication, tls};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::Recorder;
@@ -35,6 +35,8 @@ pub struct Context {
     pub replication: replication::State,
     /// The passwords of each Redis with auth (see `auth`).
     pub auth: auth::State,
+    /// The TLS Secrets of each Redis with TLS, and its client (see `tls`).
+    pub tls: tls::State,
 }
 
 impl Context {
@@ -55,11 +57,14 @@ impl Context {
             operator: OperatorPods::default(),
             replication: replication::State::default(),
             auth: auth::State::default(),
+            tls: tls::State::default(),
         }
     }
 
-    /// The Secret metadata cache (`auth::watch`); without it, every password read is a GET.
+    /// The Secret metadata cache (`auth::watch`); without it, every password or certificate
+    /// read is a GET.
     pub fn with_secrets(mut self, secrets: Store<auth::SecretMeta>) -> Self {
+        self.tls = tls::State::with_secrets(secrets.clone());
         self.auth = auth::State::with_secrets(secrets);
         self
     }
@@ -93,6 +98,7 @@ impl Context {
     pub(super) fn forget(&self, uid: &str) {
         self.replication.forget(uid);
         self.auth.forget(uid);
+        self.tls.forget(uid);
     }
 
     /// Writes `status` (server-side apply on the status subresource, forced).

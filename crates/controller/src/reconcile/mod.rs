@@ -22,7 +22,7 @@ use crate::pods::build::{pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
-use crate::{RetryClass, auth, backoff, children, replication, storage};
+use crate::{RetryClass, auth, backoff, children, replication, storage, tls};
 use api::{FINALIZER, Redis};
 use cleanup::cleanup;
 use kube::api::{Api, DynamicObject};
@@ -155,8 +155,40 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         )
         .await,
     );
-    let auth =
-        pass.keep_going(auth::apply(&ctx.auth, &ctx.client, &ctx.recorder, redis, &owned).await);
+    // TLS (§3k): the client every connection to the pods uses, from the Secret; without a good
+    // Secret nothing can talk to the pods, and the steps that would wait.
+    let mut certificate =
+        pass.keep_going(tls::prepare(&ctx.tls, &ctx.client, &ctx.recorder, redis).await);
+    let tls_client = certificate.as_ref().and_then(|c| c.client.clone());
+    let tls_blocked = redis.spec.tls.is_some() && tls_client.is_none();
+    let auth = if tls_blocked {
+        None
+    } else {
+        pass.keep_going(
+            auth::apply(
+                &ctx.auth,
+                &ctx.client,
+                &ctx.recorder,
+                redis,
+                &owned,
+                tls_client.as_ref(),
+            )
+            .await,
+        )
+    };
+    if let (Some(certificate), Some(settled)) = (certificate.as_mut(), &auth)
+        && settled.failure.is_none()
+    {
+        tls::reload(
+            &ctx.tls,
+            &ctx.recorder,
+            redis,
+            certificate,
+            &owned,
+            settled.password.as_deref(),
+        )
+        .await;
+    }
     let replication = match &auth {
         // Without a password that works, a pod that refuses it would look dead: wait.
         Some(settled) if settled.failure.is_none() => pass.keep_going(
@@ -170,6 +202,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
                 &owned,
                 &hash,
                 settled.password.as_deref(),
+                tls_client.as_ref(),
             )
             .await,
         ),
@@ -205,11 +238,16 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .collect();
     let next_pass = if replication.is_some() {
         replication::POLL
-    } else if auth_failure.is_some() {
+    } else if auth_failure.is_some() || tls_blocked {
         AUTH_RETRY
     } else {
         RESYNC
     };
+    // A pod still to load a renewed certificate is looked at again soon.
+    let next_pass = certificate
+        .as_ref()
+        .and_then(tls::Settled::retry)
+        .map_or(next_pass, |retry| retry.min(next_pass));
 
     let w = PodWriter {
         pods: Api::namespaced(ctx.client.clone(), namespace),
@@ -245,6 +283,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let status = with_failure(status, pass.refused.as_ref());
     let status = replication::status::with_replication(status, replication.as_ref(), stored, now());
     let status = auth::status::with_failure(status, auth_failure.as_deref(), stored, now());
+    let status = tls::status::with_certificate(status, certificate.as_ref(), stored, now());
     let status = storage::status::with_condition(status, claims.as_ref(), stored, now());
     let conflicts = children
         .as_ref()

@@ -5,12 +5,14 @@
 
 mod capped;
 pub mod info;
+mod tls;
 
 use crate::Error;
 use capped::Capped;
 pub use capped::MAX_REPLY_BYTES;
 use info::RedisRole;
 pub use info::{FENCE_HOST, FENCE_PORT};
+pub use tls::TlsClient;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisConnectionInfo, RedisError};
 use std::time::Duration;
@@ -31,14 +33,15 @@ pub fn refuses_auth(error: &RedisError) -> bool {
         || matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
-/// One redis-server: its pod (named in errors), the pod IP, port, and the password when auth is
-/// on.
+/// One redis-server: its pod (named in errors), the pod IP, port, the password when auth is
+/// on, and the TLS client when it serves TLS (`spec.tls`).
 #[derive(Clone, Copy)]
 pub struct Server<'a> {
     pub pod: &'a str,
     pub ip: &'a str,
     pub port: u16,
     pub password: Option<&'a str>,
+    pub tls: Option<&'a TlsClient>,
 }
 
 /// What a redis-server said about itself.
@@ -80,21 +83,76 @@ impl Server<'_> {
         let config = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
         let handshake = async {
             let stream = TcpStream::connect((self.ip, self.port)).await?;
-            let stream = Capped::new(stream, MAX_REPLY_BYTES);
-            redis::aio::MultiplexedConnection::new_with_config(&settings, stream, config).await
+            // The cap is on what Redis says, under TLS as without it.
+            match self.tls {
+                None => {
+                    let stream = Capped::new(stream, MAX_REPLY_BYTES);
+                    let (con, driver) =
+                        MultiplexedConnection::new_with_config(&settings, stream, config).await?;
+                    Ok::<_, RedisError>((con, tokio::spawn(driver)))
+                }
+                Some(tls) => {
+                    let stream = Capped::new(tls.handshake(stream).await?, MAX_REPLY_BYTES);
+                    let (con, driver) =
+                        MultiplexedConnection::new_with_config(&settings, stream, config).await?;
+                    Ok((con, tokio::spawn(driver)))
+                }
+            }
         };
         let (con, driver) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
             .await
-            .map_err(|_| {
-                RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("no connection and handshake within {CONNECT_TIMEOUT:?}"),
-                ))
-            })??;
-        Ok(Link {
-            con,
-            driver: tokio::spawn(driver),
-        })
+            .map_err(|_| timed_out())??;
+        Ok(Link { con, driver })
+    }
+
+    /// The certificate this server shows in a TLS handshake (`None` without TLS); the handshake
+    /// verifies it against the CAs and the name as every connection does.
+    pub async fn served_certificate(
+        &self,
+    ) -> Result<Option<rustls::pki_types::CertificateDer<'static>>, Error> {
+        let Some(tls) = self.tls else {
+            return Ok(None);
+        };
+        let handshake = async {
+            let stream = TcpStream::connect((self.ip, self.port)).await?;
+            tls.handshake(stream).await
+        };
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+            .await
+            .map_err(|_| self.failed(timed_out()))?
+            .map_err(|e| self.failed(RedisError::from(e)))?;
+        Ok(tls::served(&stream))
+    }
+
+    /// `CONFIG SET tls-cert-file … tls-key-file … tls-ca-cert-file …` with the paths it already
+    /// has (read with `CONFIG GET`): redis-server (7.0 on) reloads its TLS context from those
+    /// files even when the values are the same (they are `VOLATILE_CONFIG`), so a renewed
+    /// certificate that the kubelet wrote into the pod's Secret volume is served to new
+    /// connections. A key that does not match its certificate is refused by redis-server, which
+    /// keeps the context it had.
+    pub async fn reload_tls(&self) -> Result<(), Error> {
+        const FILES: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
+        let mut link = self.connect().await.map_err(|e| self.failed(e))?;
+        let mut get = redis::cmd("CONFIG");
+        get.arg("GET").arg(&FILES[..]);
+        let current: Vec<String> = get
+            .query_async(&mut link.con)
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut set = redis::cmd("CONFIG");
+        set.arg("SET");
+        for name in FILES {
+            let value = current
+                .chunks(2)
+                .find(|kv| kv.first().map(String::as_str) == Some(name))
+                .and_then(|kv| kv.get(1))
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| self.refused(format!("no {name} configured")))?;
+            set.arg(name).arg(value);
+        }
+        set.query_async::<()>(&mut link.con)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     /// Its role and settings; `Err` when it cannot be reached or answers something else.
@@ -200,6 +258,13 @@ impl Server<'_> {
     pub async fn ping(&self) -> redis::RedisResult<()> {
         self.run(&redis::cmd("PING")).await
     }
+}
+
+fn timed_out() -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no connection and handshake within {CONNECT_TIMEOUT:?}"),
+    ))
 }
 
 /// A connection and the task that drives it, stopped with it: a server that never closes its

@@ -16,7 +16,7 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::events::{pod_ref, publish};
 use crate::redis_server::info::RedisRole;
-use crate::redis_server::{self, Observed, Server};
+use crate::redis_server::{self, Observed, Server, TlsClient};
 use api::Redis;
 use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use clock::PrimarySeen;
@@ -68,6 +68,7 @@ pub async fn apply(
     owned: &[Arc<CachedPod>],
     hash: &str,
     password: Option<&str>,
+    tls: Option<&TlsClient>,
 ) -> Result<Option<Outcome>, Error> {
     let uid = redis.metadata.uid.as_deref().unwrap_or_default();
     if redis.spec.mode() != api::Mode::Replication {
@@ -84,6 +85,7 @@ pub async fn apply(
         replicas: u32::try_from(redis.spec.replicas()).unwrap_or(0),
         port: u16::try_from(redis.spec.port()).unwrap_or_default(),
         password,
+        tls,
         replication: redis.spec.replication(),
         had_primary: redis.status.as_ref().is_some_and(|s| s.primary.is_some()),
         last_primary: redis
@@ -137,6 +139,8 @@ pub struct Pass<'a> {
     pub replicas: u32,
     pub port: u16,
     pub password: Option<&'a str>,
+    /// The client of a Redis with `spec.tls`.
+    pub tls: Option<&'a TlsClient>,
     pub replication: api::defaults::EffectiveReplication,
     /// `status.primary` is set: a primary was chosen before.
     pub had_primary: bool,
@@ -328,6 +332,7 @@ fn server<'a>(pass: &Pass<'a>, pod: &'a str, ip: &'a str) -> Server<'a> {
         ip,
         port: pass.port,
         password: pass.password,
+        tls: pass.tls,
     }
 }
 

@@ -542,3 +542,76 @@ fn each_placement_field_changes_the_hash_and_empty_ones_do_not() {
         Some(&base)
     );
 }
+
+#[test]
+fn a_tls_pod_serves_tls_only_on_its_port_and_every_container_reads_the_secret() {
+    let r = redis(json!({
+        "port": 7000,
+        "tls": {"secretRef": {"name": "cache-tls"}, "clientAuth": "Required"},
+        "exporter": {},
+    }));
+    let spec = pod_spec(&r.spec);
+    let redis = &spec.containers[0];
+    let args = redis.args.clone().unwrap_or_default();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    };
+    assert_eq!(value("--port"), Some("0"), "no plaintext port: {args:?}");
+    assert_eq!(value("--tls-port"), Some("7000"));
+    assert_eq!(value("--tls-cert-file"), Some("/tls/tls.crt"));
+    assert_eq!(value("--tls-auth-clients"), Some("yes"));
+    assert_eq!(value("--tls-replication"), Some("yes"));
+    let probe = redis
+        .readiness_probe
+        .as_ref()
+        .and_then(|p| p.exec.as_ref())
+        .and_then(|e| e.command.clone())
+        .unwrap_or_default();
+    assert!(
+        probe.windows(2).any(|w| w == ["--cacert", "/tls/ca.crt"]),
+        "{probe:?}"
+    );
+    assert!(probe.windows(2).any(|w| w == ["--cert", "/tls/tls.crt"]), "{probe:?}");
+
+    let volume = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "tls")
+        .and_then(|v| v.secret.clone())
+        .expect("the Secret's volume");
+    assert_eq!(volume.secret_name.as_deref(), Some("cache-tls"));
+    assert_eq!(volume.default_mode, Some(0o440), "the key is not world-readable");
+    for container in &spec.containers {
+        let mount = container
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == "tls")
+            .unwrap_or_else(|| panic!("{} mounts the Secret", container.name));
+        assert_eq!((mount.mount_path.as_str(), mount.read_only), ("/tls", Some(true)));
+    }
+    let env = spec.containers[1].env.clone().unwrap_or_default();
+    let var = |n: &str| env.iter().find(|e| e.name == n).and_then(|e| e.value.clone());
+    assert_eq!(var("REDIS_ADDR").as_deref(), Some("rediss://localhost:7000"));
+    assert_eq!(
+        var("REDIS_EXPORTER_TLS_CLIENT_CERT_FILE").as_deref(),
+        Some("/tls/tls.crt")
+    );
+}
+
+#[test]
+fn a_plaintext_port_is_opened_beside_the_tls_one_and_tls_changes_the_hash() {
+    let plain = redis(json!({"port": 7000}));
+    let tls = redis(json!({"port": 7000, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001}}));
+    let args = pod_spec(&tls.spec).containers[0].args.clone().unwrap_or_default();
+    assert!(args.windows(2).any(|w| w == ["--port", "7001"]), "{args:?}");
+    assert!(args.windows(2).any(|w| w == ["--tls-port", "7000"]), "{args:?}");
+    assert_ne!(
+        pod_hash(&plain.spec, &pod_spec(&plain.spec)),
+        pod_hash(&tls.spec, &pod_spec(&tls.spec))
+    );
+}
