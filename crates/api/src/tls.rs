@@ -16,6 +16,8 @@ pub const PRIVATE_KEY_KEY: &str = "tls.key";
 pub const CA_KEY: &str = "ca.crt";
 /// The name of the pods' volume holding the Secret.
 pub const VOLUME: &str = "tls";
+/// The name of the plaintext port (`plaintextPort`) on the pods and the Services.
+pub const PLAINTEXT_PORT_NAME: &str = "redis-plaintext";
 
 /// TLS on spec.port for clients, replication, the probes, the exporter and the operator.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -80,6 +82,11 @@ impl TlsClientAuth {
 }
 
 impl TlsSpec {
+    /// The plaintext port, when one is asked for.
+    pub fn plaintext_port(&self) -> Option<i32> {
+        self.plaintext_port.filter(|p| *p > 0)
+    }
+
     /// The client certificate mode in effect.
     pub fn client_auth(&self) -> TlsClientAuth {
         self.client_auth.unwrap_or_default()
@@ -101,14 +108,17 @@ pub fn server_name(redis: &str, namespace: &str) -> String {
 /// redis-server's TLS arguments for spec.port (`--tls-port`, `--port` the plaintext port or 0,
 /// the files, client auth, TLS for replication), as `--name value` pairs.
 pub fn server_args(tls: &TlsSpec, port: i32) -> Vec<String> {
-    let plaintext = tls.plaintext_port.unwrap_or(0);
+    let plaintext = tls.plaintext_port().unwrap_or(0);
     [
         ("--port", plaintext.to_string()),
         ("--tls-port", port.to_string()),
         ("--tls-cert-file", file(CERT_KEY)),
         ("--tls-key-file", file(PRIVATE_KEY_KEY)),
         ("--tls-ca-cert-file", file(CA_KEY)),
-        ("--tls-auth-clients", tls.client_auth().redis_value().to_owned()),
+        (
+            "--tls-auth-clients",
+            tls.client_auth().redis_value().to_owned(),
+        ),
         ("--tls-replication", "yes".to_owned()),
     ]
     .into_iter()
@@ -141,7 +151,10 @@ mod tests {
             ..TlsSpec::default()
         };
         let args = server_args(&tls, 6379);
-        let pairs: Vec<_> = args.chunks(2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+        let pairs: Vec<_> = args
+            .chunks(2)
+            .map(|p| (p[0].as_str(), p[1].as_str()))
+            .collect();
         assert!(pairs.contains(&("--port", "0")));
         assert!(pairs.contains(&("--tls-port", "6379")));
         assert!(pairs.contains(&("--tls-replication", "yes")));
@@ -154,7 +167,10 @@ mod tests {
             ..tls
         };
         let args = server_args(&open, 6379);
-        let pairs: Vec<_> = args.chunks(2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+        let pairs: Vec<_> = args
+            .chunks(2)
+            .map(|p| (p[0].as_str(), p[1].as_str()))
+            .collect();
         assert!(pairs.contains(&("--port", "6380")));
         assert!(pairs.contains(&("--tls-auth-clients", "yes")));
     }

@@ -177,7 +177,11 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     let redis = TlsRedis::start(dir.path(), "no")?;
     let good = client(&ca, &issued, NAME)?;
     wait_for("redis-server over TLS", Duration::from_secs(30), || async {
-        redis.server(&good).observe().await.map_err(|e| e.to_string())
+        redis
+            .server(&good)
+            .observe()
+            .await
+            .map_err(|e| e.to_string())
     })
     .await?;
 

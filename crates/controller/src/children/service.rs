@@ -66,6 +66,23 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
         protocol: Some("TCP".to_owned()),
         ..ServicePort::default()
     }];
+    // TLS's plaintext port (§3k), beside the TLS one.
+    if let Some(plaintext) = redis
+        .spec
+        .tls
+        .as_ref()
+        .and_then(api::TlsSpec::plaintext_port)
+    {
+        ports.push(ServicePort {
+            name: Some(api::tls::PLAINTEXT_PORT_NAME.to_owned()),
+            port: plaintext,
+            target_port: Some(IntOrString::String(
+                api::tls::PLAINTEXT_PORT_NAME.to_owned(),
+            )),
+            protocol: Some("TCP".to_owned()),
+            ..ServicePort::default()
+        });
+    }
     if let Some(exporter) = redis.spec.exporter() {
         ports.push(ServicePort {
             name: Some(METRICS_PORT_NAME.to_owned()),

@@ -357,3 +357,39 @@ fn a_network_policy_is_a_child_only_while_the_spec_asks_for_one() {
     let off = desired_default(&redis(json!({"networkPolicy": {"enabled": false}})));
     assert_eq!(off.expect("desired").network_policy, None);
 }
+
+#[test]
+fn a_tls_plaintext_port_is_on_every_service_and_admitted_by_the_policy() {
+    let spec = json!({
+        "mode": "Replication", "replicas": 3, "port": 7000,
+        "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001},
+        "networkPolicy": {},
+    });
+    let desired = desired_default(&redis(spec)).expect("desired");
+    for service in &desired.services {
+        let ports: Vec<(Option<String>, i32)> = service
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| (p.name, p.port))
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                (Some("redis".to_owned()), 7000),
+                (Some("redis-plaintext".to_owned()), 7001)
+            ],
+            "{}",
+            service.name_any()
+        );
+    }
+    let policy = desired.network_policy.expect("a policy");
+    let ports = serde_json::to_value(&policy.spec.expect("spec").ingress.expect("rules")[0].ports)
+        .expect("json");
+    assert_eq!(
+        ports,
+        json!([{"port": 7000, "protocol": "TCP"}, {"port": 7001, "protocol": "TCP"}])
+    );
+}

@@ -52,12 +52,15 @@ fn match_labels(labels: BTreeMap<String, String>) -> LabelSelector {
     }
 }
 
-fn tcp(port: i32) -> Vec<NetworkPolicyPort> {
-    vec![NetworkPolicyPort {
-        port: Some(IntOrString::Int(port)),
-        protocol: Some("TCP".to_owned()),
-        end_port: None,
-    }]
+fn tcp(ports: impl IntoIterator<Item = i32>) -> Vec<NetworkPolicyPort> {
+    ports
+        .into_iter()
+        .map(|port| NetworkPolicyPort {
+            port: Some(IntOrString::Int(port)),
+            protocol: Some("TCP".to_owned()),
+            end_port: None,
+        })
+        .collect()
 }
 
 /// The NetworkPolicy `<name>` of `redis`; `None` when the spec asks for none (or the Redis has
@@ -74,14 +77,21 @@ pub fn network_policy(redis: &Redis, operator: &OperatorPods) -> Option<NetworkP
     redis_port.extend(settings.allowed_clients().iter().cloned());
     let mut ingress = vec![NetworkPolicyIngressRule {
         from: Some(redis_port),
-        ports: Some(tcp(redis.spec.port())),
+        // With TLS's plaintext port (§3k), the same peers on it too.
+        ports: Some(tcp(std::iter::once(redis.spec.port()).chain(
+            redis
+                .spec
+                .tls
+                .as_ref()
+                .and_then(api::TlsSpec::plaintext_port),
+        ))),
     }];
     if let Some(exporter) = redis.spec.exporter()
         && !settings.metrics_from().is_empty()
     {
         ingress.push(NetworkPolicyIngressRule {
             from: Some(settings.metrics_from().to_vec()),
-            ports: Some(tcp(exporter.port())),
+            ports: Some(tcp([exporter.port()])),
         });
     }
     Some(NetworkPolicy {

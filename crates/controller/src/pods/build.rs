@@ -180,12 +180,22 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         command,
         args: Some(args),
         env,
-        ports: Some(vec![ContainerPort {
-            name: Some("redis".into()),
-            container_port: port,
-            protocol: Some("TCP".into()),
-            ..ContainerPort::default()
-        }]),
+        ports: Some(
+            std::iter::once(("redis", port))
+                .chain(
+                    spec.tls
+                        .as_ref()
+                        .and_then(api::TlsSpec::plaintext_port)
+                        .map(|p| (api::tls::PLAINTEXT_PORT_NAME, p)),
+                )
+                .map(|(name, port)| ContainerPort {
+                    name: Some(name.into()),
+                    container_port: port,
+                    protocol: Some("TCP".into()),
+                    ..ContainerPort::default()
+                })
+                .collect(),
+        ),
         readiness_probe: Some(ping),
         liveness_probe: Some(alive),
         resources: spec.resources.clone(),

@@ -12,10 +12,10 @@ use capped::Capped;
 pub use capped::MAX_REPLY_BYTES;
 use info::RedisRole;
 pub use info::{FENCE_HOST, FENCE_PORT};
-pub use tls::TlsClient;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisConnectionInfo, RedisError};
 use std::time::Duration;
+pub use tls::TlsClient;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 

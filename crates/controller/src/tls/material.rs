@@ -127,7 +127,10 @@ pub(crate) mod tests {
         let garbage = parse(&secret(&ca, "not pem", &key)).unwrap_err();
         assert_eq!(garbage, "tls.crt holds no PEM certificate");
         let no_key = parse(&secret(&ca, &cert, "-----BEGIN NOTHING-----")).unwrap_err();
-        assert!(no_key.starts_with("tls.key is not a PEM private key"), "{no_key}");
+        assert!(
+            no_key.starts_with("tls.key is not a PEM private key"),
+            "{no_key}"
+        );
     }
 
     #[test]

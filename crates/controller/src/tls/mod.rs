@@ -209,7 +209,10 @@ pub async fn reload(
     let (leaf, verified) = {
         let mut known = state.known();
         let known = known.entry(uid.clone()).or_default();
-        let leaf = known.good.as_ref().and_then(|(good, _)| good.leaf().cloned());
+        let leaf = known
+            .good
+            .as_ref()
+            .and_then(|(good, _)| good.leaf().cloned());
         if known.verified_leaf != leaf {
             known.verified.clear();
             known.verified_leaf.clone_from(&leaf);
@@ -225,9 +228,11 @@ pub async fn reload(
             verified.get(name).map(String::as_str) != p.metadata.uid.as_deref()
         })
         .collect();
-    let checks = future::join_all(unverified.iter().map(|pod| {
-        bring_up_to_date(pod, port, &tls_client, password, leaf.as_ref())
-    }))
+    let checks = future::join_all(
+        unverified
+            .iter()
+            .map(|pod| bring_up_to_date(pod, port, &tls_client, password, leaf.as_ref())),
+    )
     .await;
     {
         let mut known = state.known();
@@ -250,7 +255,9 @@ pub async fn reload(
             .iter()
             .filter_map(|p| p.metadata.name.as_deref())
             .collect();
-        known.verified.retain(|name, _| live.contains(&name.as_str()));
+        known
+            .verified
+            .retain(|name, _| live.contains(&name.as_str()));
     }
     if !settled.reloaded.is_empty() {
         let note = format!(

@@ -30,7 +30,10 @@ pub fn with_certificate(
         (None, []) => (
             "True",
             CURRENT,
-            format!("the pods serve the certificate of Secret {}", settled.secret),
+            format!(
+                "the pods serve the certificate of Secret {}",
+                settled.secret
+            ),
         ),
         (None, pending) => (
             "False",
@@ -93,7 +96,10 @@ mod tests {
     fn without_tls_nothing_is_said() {
         assert_eq!(with_certificate(ready(), None, None, now()), ready());
         let no_tls = Settled::default();
-        assert_eq!(with_certificate(ready(), Some(&no_tls), None, now()), ready());
+        assert_eq!(
+            with_certificate(ready(), Some(&no_tls), None, now()),
+            ready()
+        );
     }
 
     #[test]

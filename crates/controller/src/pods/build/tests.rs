@@ -574,7 +574,10 @@ fn a_tls_pod_serves_tls_only_on_its_port_and_every_container_reads_the_secret() 
         probe.windows(2).any(|w| w == ["--cacert", "/tls/ca.crt"]),
         "{probe:?}"
     );
-    assert!(probe.windows(2).any(|w| w == ["--cert", "/tls/tls.crt"]), "{probe:?}");
+    assert!(
+        probe.windows(2).any(|w| w == ["--cert", "/tls/tls.crt"]),
+        "{probe:?}"
+    );
 
     let volume = spec
         .volumes
@@ -584,7 +587,11 @@ fn a_tls_pod_serves_tls_only_on_its_port_and_every_container_reads_the_secret() 
         .and_then(|v| v.secret.clone())
         .expect("the Secret's volume");
     assert_eq!(volume.secret_name.as_deref(), Some("cache-tls"));
-    assert_eq!(volume.default_mode, Some(0o440), "the key is not world-readable");
+    assert_eq!(
+        volume.default_mode,
+        Some(0o440),
+        "the key is not world-readable"
+    );
     for container in &spec.containers {
         let mount = container
             .volume_mounts
@@ -592,11 +599,21 @@ fn a_tls_pod_serves_tls_only_on_its_port_and_every_container_reads_the_secret() 
             .flatten()
             .find(|m| m.name == "tls")
             .unwrap_or_else(|| panic!("{} mounts the Secret", container.name));
-        assert_eq!((mount.mount_path.as_str(), mount.read_only), ("/tls", Some(true)));
+        assert_eq!(
+            (mount.mount_path.as_str(), mount.read_only),
+            ("/tls", Some(true))
+        );
     }
     let env = spec.containers[1].env.clone().unwrap_or_default();
-    let var = |n: &str| env.iter().find(|e| e.name == n).and_then(|e| e.value.clone());
-    assert_eq!(var("REDIS_ADDR").as_deref(), Some("rediss://localhost:7000"));
+    let var = |n: &str| {
+        env.iter()
+            .find(|e| e.name == n)
+            .and_then(|e| e.value.clone())
+    };
+    assert_eq!(
+        var("REDIS_ADDR").as_deref(),
+        Some("rediss://localhost:7000")
+    );
     assert_eq!(
         var("REDIS_EXPORTER_TLS_CLIENT_CERT_FILE").as_deref(),
         Some("/tls/tls.crt")
@@ -606,12 +623,37 @@ fn a_tls_pod_serves_tls_only_on_its_port_and_every_container_reads_the_secret() 
 #[test]
 fn a_plaintext_port_is_opened_beside_the_tls_one_and_tls_changes_the_hash() {
     let plain = redis(json!({"port": 7000}));
-    let tls = redis(json!({"port": 7000, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001}}));
-    let args = pod_spec(&tls.spec).containers[0].args.clone().unwrap_or_default();
+    let tls =
+        redis(json!({"port": 7000, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001}}));
+    let args = pod_spec(&tls.spec).containers[0]
+        .args
+        .clone()
+        .unwrap_or_default();
     assert!(args.windows(2).any(|w| w == ["--port", "7001"]), "{args:?}");
-    assert!(args.windows(2).any(|w| w == ["--tls-port", "7000"]), "{args:?}");
+    assert!(
+        args.windows(2).any(|w| w == ["--tls-port", "7000"]),
+        "{args:?}"
+    );
     assert_ne!(
         pod_hash(&plain.spec, &pod_spec(&plain.spec)),
         pod_hash(&tls.spec, &pod_spec(&tls.spec))
+    );
+}
+
+#[test]
+fn the_plaintext_port_is_a_named_container_port() {
+    let tls =
+        redis(json!({"port": 7000, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001}}));
+    let ports = pod_spec(&tls.spec).containers[0]
+        .ports
+        .clone()
+        .unwrap_or_default();
+    let named: Vec<_> = ports
+        .iter()
+        .map(|p| (p.name.as_deref(), p.container_port))
+        .collect();
+    assert_eq!(
+        named,
+        [(Some("redis"), 7000), (Some("redis-plaintext"), 7001)]
     );
 }
