@@ -8,6 +8,7 @@
 //! - [`children`]: the Services and the PodDisruptionBudget (§3).
 //! - [`storage`]: the claims of `spec.storage` (§3d).
 //! - [`auth`]: the password from the Secret, and its live rotation on the pods (§3c).
+//! - [`tls`]: the TLS Secret, the controller's TLS client, the live certificate reload (§3k).
 //! - [`replication`]: roles, failover and switchover in Replication mode (§3b, §9).
 //! - [`redis_server`]: the one client of the pods' redis-servers.
 //! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, Events, conditions,

@@ -511,3 +511,29 @@ pub async fn missing_writes(
     }
     Ok(missing)
 }
+
+/// `GET url` with the machine's curl: the body.
+pub async fn http_get(url: &str) -> Result<String, String> {
+    let run = tokio::process::Command::new("curl")
+        .args(["--silent", "--show-error", "--fail", "--max-time", "5", url])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = run.await.map_err(|e| format!("running curl {url}: {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(format!(
+            "curl {url}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// The value of the sample `name` (with its labels, as exposed: `redis_db_keys{db="db0"}`).
+pub fn sample<'a>(metrics: &'a str, name: &str) -> Option<&'a str> {
+    metrics.lines().find_map(|line| {
+        let (key, value) = line.rsplit_once(' ')?;
+        (key == name).then_some(value)
+    })
+}

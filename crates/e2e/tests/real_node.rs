@@ -697,32 +697,6 @@ fn redis_with_exporter(name: &str, secret: &str) -> Pod {
     .expect("a valid pod")
 }
 
-/// `GET url` with the machine's curl: the body.
-async fn http_get(url: &str) -> Result<String, String> {
-    let run = tokio::process::Command::new("curl")
-        .args(["--silent", "--show-error", "--fail", "--max-time", "5", url])
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = run.await.map_err(|e| format!("running curl {url}: {e}"))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(format!(
-            "curl {url}: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
-}
-
-/// The value of the sample `name` (with its labels, as exposed: `redis_db_keys{db="db0"}`).
-fn sample<'a>(metrics: &'a str, name: &str) -> Option<&'a str> {
-    metrics.lines().find_map(|line| {
-        let (key, value) = line.rsplit_once(' ')?;
-        (key == name).then_some(value)
-    })
-}
-
 /// The exporter image as a sidecar on the real node: with the password from a Secret in its
 /// environment it logs in to the Redis beside it (which refuses clients without it) and serves
 /// `/metrics` on 9121 through the pod IP: `redis_up 1`, and the keys written with `redis-cli`
@@ -787,8 +761,8 @@ async fn the_exporter_image_serves_metrics_of_a_redis_with_a_password() -> Resul
     let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
     let url = format!("http://{ip}:9121/metrics");
     let metrics = wait_for("the exporter counting 3 keys", CONVERGE, || async {
-        let metrics = http_get(&url).await?;
-        if sample(&metrics, "redis_db_keys{db=\"db0\"}") == Some("3") {
+        let metrics = node::http_get(&url).await?;
+        if node::sample(&metrics, "redis_db_keys{db=\"db0\"}") == Some("3") {
             Ok(metrics)
         } else {
             let lines: Vec<_> = metrics
@@ -799,7 +773,7 @@ async fn the_exporter_image_serves_metrics_of_a_redis_with_a_password() -> Resul
         }
     })
     .await?;
-    assert_eq!(sample(&metrics, "redis_up"), Some("1"), "{metrics}");
+    assert_eq!(node::sample(&metrics, "redis_up"), Some("1"), "{metrics}");
     Ok(())
 }
 
@@ -882,10 +856,10 @@ async fn the_operator_adds_the_exporter_sidecar_and_a_metrics_port() -> Result<(
         "the exporter's metrics through the Service",
         CONVERGE,
         || async {
-            let metrics = http_get(&url).await?;
+            let metrics = node::http_get(&url).await?;
             match (
-                sample(&metrics, "redis_up"),
-                sample(&metrics, "redis_db_keys{db=\"db0\"}"),
+                node::sample(&metrics, "redis_up"),
+                node::sample(&metrics, "redis_db_keys{db=\"db0\"}"),
             ) {
                 (Some("1"), Some("3")) => Ok(()),
                 other => Err(format!("redis_up, keys: {other:?}")),
