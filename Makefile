@@ -217,6 +217,13 @@ bench-controller: ## Print time, API writes (vs the minimum), idle writes and pe
 	$(CARGO) build --release $(CARGO_FLAGS) --bins
 	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-controller -- $(if $(N),--count $(N) --unrelated-pods $(UNRELATED)) $(BENCH_ARGS)
 
+.PHONY: bench-tls
+bench-tls: ## Print SET/GET throughput of one Redis pod over TLS vs its plaintext port, with Debian's redis-benchmark (asserts nothing).
+	$(if $(KUBECONFIG),@echo "bench-tls: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; it needs a real node and the image localhost/redis:bed)",$(CLUSTER_SCRIPTS)/up.sh && $(MAKE) --no-print-directory images)
+	$(CLUSTER_SCRIPTS)/node/packages.sh
+	$(CARGO) build --release $(CARGO_FLAGS) --bins
+	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-tls -- $(BENCH_ARGS)
+
 # `make bench-failover BENCH_ARGS="--rounds 3 --kill pod"`: BENCH_ARGS as above (`--help` lists them);
 # `--kill process,node-stop,node-freeze,node-partition` gives one row per kind of loss.
 .PHONY: bench-failover
