@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 /// The most CA certificates read from `ca.crt` (a bundle of a few is usual; a bound on work).
 pub const MAX_CA_CERTIFICATES: usize = 16;
 
-/// A `spec.tls` Secret, parsed and checked.
-#[derive(Debug)]
+/// A `spec.tls` Secret, parsed and checked. Its Debug shows no key.
 pub struct Material {
     /// `ca.crt`: the CAs every pod's certificate must chain to.
     pub roots: Vec<CertificateDer<'static>>,
@@ -30,6 +29,15 @@ impl Clone for Material {
             chain: self.chain.clone(),
             key: self.key.clone_key(),
         }
+    }
+}
+
+impl std::fmt::Debug for Material {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Material")
+            .field("roots", &self.roots.len())
+            .field("chain", &self.chain.len())
+            .finish_non_exhaustive()
     }
 }
 

@@ -384,16 +384,21 @@ async fn read_secret(
             .as_ref()
             .is_none_or(|(good, _)| good.chain != material.chain || good.roots != material.roots);
         if changed {
-            if let Some((earlier, _)) = known.good.take() {
-                let mut roots = earlier.roots;
-                roots.extend(known.earlier_roots.drain(..));
-                roots.retain(|r| !material.roots.contains(r));
-                roots.dedup();
-                roots.truncate(MAX_TRUSTED.saturating_sub(material.roots.len()));
-                known.earlier_roots = roots;
-            }
-            match client_config(material, &known.earlier_roots, server_name) {
-                Ok(tls) => known.good = Some((material.clone(), tls)),
+            // The CAs of the material in use stay trusted while the pods move on.
+            let mut earlier: Vec<CertificateDer<'static>> = known
+                .good
+                .iter()
+                .flat_map(|(good, _)| good.roots.iter().cloned())
+                .chain(known.earlier_roots.iter().cloned())
+                .filter(|root| !material.roots.contains(root))
+                .collect();
+            earlier.dedup();
+            earlier.truncate(MAX_TRUSTED.saturating_sub(material.roots.len()));
+            match client_config(material, &earlier, server_name) {
+                Ok(tls) => {
+                    known.good = Some((material.clone(), tls));
+                    known.earlier_roots = earlier;
+                }
                 Err(problem) => {
                     known.source = source;
                     known.version = version;
