@@ -462,6 +462,98 @@ pub(crate) mod tests {
         client_config(&material, &[], "r.ns.svc").expect("a client")
     }
 
+    fn redis_with_tls() -> Redis {
+        let spec = serde_json::from_value(serde_json::json!({
+            "tls": {"secretRef": {"name": "t"}},
+        }))
+        .expect("spec");
+        let mut redis = Redis::new("r", spec);
+        redis.metadata.namespace = Some("ns".into());
+        redis.metadata.uid = Some("u-1".into());
+        redis
+    }
+
+    fn secret(version: &str, data: &[(&str, &str)]) -> serde_json::Value {
+        let data: serde_json::Map<String, serde_json::Value> = data
+            .iter()
+            .map(|(k, v)| {
+                let bytes = k8s_openapi::ByteString(v.as_bytes().to_vec());
+                (
+                    (*k).to_owned(),
+                    serde_json::to_value(bytes).expect("base64"),
+                )
+            })
+            .collect();
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "t", "namespace": "ns", "resourceVersion": version},
+            "type": "kubernetes.io/tls",
+            "data": data,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_secret_gone_bad_is_refused_and_the_last_good_one_stays_in_use() {
+        use crate::fixtures::{self, Exchange};
+        use http::Method;
+        let (ca, cert, key) = material::tests::issued(&["r.ns.svc"]);
+        let (_, _, other_key) = material::tests::issued(&["r.ns.svc"]);
+        let good = [
+            ("ca.crt", ca.as_str()),
+            ("tls.crt", cert.as_str()),
+            ("tls.key", key.as_str()),
+        ];
+        let bad = [
+            ("ca.crt", ca.as_str()),
+            ("tls.crt", cert.as_str()),
+            ("tls.key", other_key.as_str()),
+        ];
+        let (client, server) = fixtures::client();
+        let path = "/api/v1/namespaces/ns/secrets/t";
+        let served = server.serve(vec![
+            Exchange::expect(Method::GET, path).respond(200, secret("1", &good)),
+            Exchange::expect(Method::GET, path).respond(200, secret("2", &bad)),
+        ]);
+        // No metadata cache: every pass reads the Secret.
+        let state = State::default();
+        let redis = redis_with_tls();
+        let first = settle(&state, &client, &redis).await.expect("settles");
+        assert!(first.client.is_some());
+        assert_eq!(first.failure, None);
+        let second = settle(&state, &client, &redis).await.expect("settles");
+        assert!(second.client.is_some(), "the last good Secret stays in use");
+        assert_eq!(
+            second.failure.as_deref(),
+            Some(
+                "Secret t tls.key is not the key of the certificate in tls.crt; the last good certificate stays in use"
+            )
+        );
+        assert!(second.report, "a new failure is published once");
+        drop(client);
+        served.verify().await;
+    }
+
+    #[tokio::test]
+    async fn without_any_good_secret_there_is_no_client() {
+        use crate::fixtures::{self, Exchange};
+        use http::Method;
+        let (client, server) = fixtures::client();
+        let served = server.serve(vec![
+            Exchange::expect(Method::GET, "/api/v1/namespaces/ns/secrets/t").respond(
+                404,
+                crate::fixtures::status(404, "NotFound", "secrets \"t\" not found"),
+            ),
+        ]);
+        let state = State::default();
+        let settled = settle(&state, &client, &redis_with_tls())
+            .await
+            .expect("settles");
+        assert!(settled.client.is_none());
+        assert_eq!(settled.failure.as_deref(), Some("Secret t not found"));
+        drop(client);
+        served.verify().await;
+    }
+
     #[test]
     fn the_client_verifies_the_service_name_not_the_pod_ip() {
         let client = a_client();
