@@ -44,14 +44,14 @@ pub(super) fn tls_violations(spec: &RedisSpec, lowest: i32) -> Vec<Violation> {
                 format!("must differ from spec.port (TLS is served there), got {port}"),
             ));
         }
-        if let Some(exporter) = spec.exporter.as_ref().filter(|e| e.enabled()) {
-            if port == exporter.port() {
-                violations.push(Violation::new(
-                    field,
-                    port,
-                    format!("must differ from spec.exporter.port (the metrics port), got {port}"),
-                ));
-            }
+        if let Some(exporter) = spec.exporter.as_ref().filter(|e| e.enabled())
+            && port == exporter.port()
+        {
+            violations.push(Violation::new(
+                field,
+                port,
+                format!("must differ from spec.exporter.port (the metrics port), got {port}"),
+            ));
         }
     }
     violations

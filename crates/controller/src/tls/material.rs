@@ -131,10 +131,10 @@ pub(crate) mod tests {
         let (ca, cert, key) = issued(&["r.ns.svc"]);
         let mut missing = secret(&ca, &cert, &key);
         missing.remove(CA_KEY);
-        assert_eq!(parse(&missing).unwrap_err(), "has no ca.crt");
-        let garbage = parse(&secret(&ca, "not pem", &key)).unwrap_err();
+        assert_eq!(parse(&missing).expect_err("refused"), "has no ca.crt");
+        let garbage = parse(&secret(&ca, "not pem", &key)).expect_err("refused");
         assert_eq!(garbage, "tls.crt holds no PEM certificate");
-        let no_key = parse(&secret(&ca, &cert, "-----BEGIN NOTHING-----")).unwrap_err();
+        let no_key = parse(&secret(&ca, &cert, "-----BEGIN NOTHING-----")).expect_err("refused");
         assert!(
             no_key.starts_with("tls.key is not a PEM private key"),
             "{no_key}"
@@ -146,7 +146,7 @@ pub(crate) mod tests {
         let (ca, cert, _) = issued(&["r.ns.svc"]);
         let (_, _, other_key) = issued(&["r.ns.svc"]);
         assert_eq!(
-            parse(&secret(&ca, &cert, &other_key)).unwrap_err(),
+            parse(&secret(&ca, &cert, &other_key)).expect_err("refused"),
             "tls.key is not the key of the certificate in tls.crt"
         );
     }
@@ -155,7 +155,7 @@ pub(crate) mod tests {
     fn a_ca_bundle_is_bounded() {
         let (ca, cert, key) = issued(&["r.ns.svc"]);
         let bundle = ca.repeat(MAX_CA_CERTIFICATES + 1);
-        let error = parse(&secret(&bundle, &cert, &key)).unwrap_err();
+        let error = parse(&secret(&bundle, &cert, &key)).expect_err("refused");
         assert_eq!(error, "ca.crt holds more than 16 certificates");
     }
 }
