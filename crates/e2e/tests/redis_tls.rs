@@ -185,7 +185,9 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     })
     .await?;
 
-    let other_name = client(&ca, &issued, "other.apps.svc")?;
+    // The operator's own Secret names another Redis: the server's certificate does not.
+    let elsewhere = ca.issue(&["other.apps.svc".to_owned()])?;
+    let other_name = client(&ca, &elsewhere, "other.apps.svc")?;
     let error = redis
         .server(&other_name)
         .observe()

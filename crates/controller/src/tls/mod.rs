@@ -437,6 +437,15 @@ pub fn client_config(
         .map_err(|e| format!("tls.crt and tls.key cannot be used as a client's: {e}"))?;
     let name = ServerName::try_from(server_name.to_owned())
         .map_err(|e| format!("{server_name} is not a server name: {e}"))?;
+    // Said here, with the name, rather than as every pod's failed handshake.
+    let leaf = material
+        .leaf()
+        .ok_or_else(|| "tls.crt holds no certificate".to_owned())?;
+    let parsed = rustls::server::ParsedCertificate::try_from(leaf)
+        .map_err(|e| format!("tls.crt cannot be read: {e}"))?;
+    rustls::client::verify_server_name(&parsed, &name).map_err(|_| {
+        format!("the certificate in tls.crt does not name {server_name}, which the operator checks on every pod")
+    })?;
     Ok(TlsClient {
         config: Arc::new(config),
         name,
@@ -552,6 +561,25 @@ pub(crate) mod tests {
         assert_eq!(settled.failure.as_deref(), Some("Secret t not found"));
         drop(client);
         served.verify().await;
+    }
+
+    #[test]
+    fn a_certificate_without_the_service_name_is_refused_by_name() {
+        let (ca, cert, key) = material::tests::issued(&["elsewhere.ns.svc"]);
+        let data: BTreeMap<String, Vec<u8>> = [
+            (api::tls::CA_KEY, ca),
+            (api::tls::CERT_KEY, cert),
+            (api::tls::PRIVATE_KEY_KEY, key),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into_bytes()))
+        .collect();
+        let material = material::parse(&data).expect("good material");
+        let error = client_config(&material, &[], "r.ns.svc").expect_err("refused");
+        assert_eq!(
+            error,
+            "the certificate in tls.crt does not name r.ns.svc, which the operator checks on every pod"
+        );
     }
 
     #[test]
