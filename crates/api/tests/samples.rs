@@ -185,3 +185,34 @@ fn the_metrics_sample_is_valid_quiet_and_brings_its_secret() {
             .any(|d| d["kind"] == "Secret" && d["metadata"]["name"] == name)
     );
 }
+
+#[test]
+fn the_tls_sample_is_valid_quiet_and_its_certificate_names_what_the_operator_checks() {
+    let docs = documents("redis-tls.yaml");
+    let redis: Redis = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "Redis")
+            .expect("a Redis")
+            .clone(),
+    )
+    .expect("Redis decodes");
+    let verdict = Policy::default().validate_create(&redis);
+    assert!(verdict.allowed(), "{}", verdict.message());
+    assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+    let tls = redis.spec.tls.as_ref().expect("spec.tls");
+    let name = redis.metadata.name.as_deref().expect("a name");
+    let certificate = docs
+        .iter()
+        .find(|d| d["kind"] == "Certificate" && d["spec"]["secretName"] == tls.secret_ref.name)
+        .expect("the Certificate of spec.tls's Secret");
+    let dns: Vec<&str> = certificate["spec"]["dnsNames"]
+        .as_array()
+        .expect("dnsNames")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        dns.contains(&api::tls::server_name(name, "default").as_str()),
+        "{dns:?}"
+    );
+}

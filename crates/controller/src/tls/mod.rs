@@ -456,9 +456,9 @@ pub fn client_config(
 pub(crate) mod tests {
     use super::*;
 
-    /// A client for tests, from a freshly issued Secret.
-    pub(crate) fn a_client() -> TlsClient {
-        let (ca, cert, key) = material::tests::issued(&["r.ns.svc"]);
+    /// The material of a freshly issued Secret whose certificate names `names`.
+    fn material_for(names: &[&str]) -> Material {
+        let (ca, cert, key) = material::tests::issued(names);
         let data: BTreeMap<String, Vec<u8>> = [
             (api::tls::CA_KEY, ca),
             (api::tls::CERT_KEY, cert),
@@ -467,8 +467,12 @@ pub(crate) mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.into_bytes()))
         .collect();
-        let material = material::parse(&data).expect("good material");
-        client_config(&material, &[], "r.ns.svc").expect("a client")
+        material::parse(&data).expect("good material")
+    }
+
+    /// A client for tests, from a freshly issued Secret.
+    pub(crate) fn a_client() -> TlsClient {
+        client_config(&material_for(&["r.ns.svc"]), &[], "r.ns.svc").expect("a client")
     }
 
     fn redis_with_tls() -> Redis {
@@ -565,16 +569,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_certificate_without_the_service_name_is_refused_by_name() {
-        let (ca, cert, key) = material::tests::issued(&["elsewhere.ns.svc"]);
-        let data: BTreeMap<String, Vec<u8>> = [
-            (api::tls::CA_KEY, ca),
-            (api::tls::CERT_KEY, cert),
-            (api::tls::PRIVATE_KEY_KEY, key),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.into_bytes()))
-        .collect();
-        let material = material::parse(&data).expect("good material");
+        let material = material_for(&["elsewhere.ns.svc"]);
         let error = client_config(&material, &[], "r.ns.svc").expect_err("refused");
         assert_eq!(
             error,
