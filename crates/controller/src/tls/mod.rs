@@ -172,7 +172,7 @@ pub async fn settle(state: &State, client: &Client, redis: &Redis) -> Result<Set
     let mut known = state.known();
     let known = known.entry(uid).or_default();
     let failure = match &known.read {
-        Some(Err(problem)) => Some(format!("Secret {secret_name} {problem}")),
+        Some(Err(problem)) => Some(format!("Secret {secret_name}: {problem}")),
         None => Some(format!("Secret {secret_name} not found")),
         Some(Ok(_)) => None,
     };
@@ -538,7 +538,7 @@ pub(crate) mod tests {
         assert_eq!(
             second.failure.as_deref(),
             Some(
-                "Secret t tls.key is not the key of the certificate in tls.crt; the last good certificate stays in use"
+                "Secret t: tls.key is not the key of the certificate in tls.crt; the last good certificate stays in use"
             )
         );
         assert!(second.report, "a new failure is published once");

@@ -106,7 +106,7 @@ mod tests {
     fn a_bad_secret_with_a_good_one_before_it_leaves_ready_alone() {
         let settled = Settled {
             client: Some(crate::tls::tests::a_client()),
-            failure: Some("Secret t tls.key is not the key of the certificate in tls.crt; the last good certificate stays in use".into()),
+            failure: Some("Secret t: tls.key is not the key of the certificate in tls.crt; the last good certificate stays in use".into()),
             secret: "t".into(),
             ..Settled::default()
         };
