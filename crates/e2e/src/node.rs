@@ -4,12 +4,13 @@
 //! the pod IPs with the machine's own `redis-cli` (installed by `hack/cluster/node/packages.sh`);
 //! [`fault`] stops, freezes, partitions and heals a node (`hack/cluster/fault.sh`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Secret, Service};
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use tokio::process::Command;
 
@@ -468,22 +469,39 @@ pub async fn create_password_secret(
     name: &str,
     password: &str,
 ) -> Result<(), Error> {
+    let data = BTreeMap::from([(
+        "password".to_owned(),
+        k8s_openapi::ByteString(password.as_bytes().to_vec()),
+    )]);
+    put_secret(ns, name, None, data).await
+}
+
+/// Creates or replaces Secret `name` (of `type_`, default Opaque) with `data` (server-side
+/// apply, forced: the test owns it).
+pub async fn put_secret(
+    ns: &TestNamespace,
+    name: &str,
+    type_: Option<&str>,
+    data: BTreeMap<String, k8s_openapi::ByteString>,
+) -> Result<(), Error> {
     let secrets: Api<Secret> = ns.api();
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(name.into()),
             ..Default::default()
         },
-        string_data: Some(std::collections::BTreeMap::from([(
-            "password".to_owned(),
-            password.to_owned(),
-        )])),
+        type_: type_.map(str::to_owned),
+        data: Some(data),
         ..Secret::default()
     };
     secrets
-        .create(&PostParams::default(), &secret)
+        .patch(
+            name,
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&secret),
+        )
         .await
-        .context(format!("creating the Secret {name}"))?;
+        .context(format!("writing the Secret {name}"))?;
     Ok(())
 }
 

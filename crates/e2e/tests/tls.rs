@@ -13,9 +13,9 @@ use controller::tls::{client_config, material};
 use e2e::certs::{Issued, TestCa, redis_dns_names};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -31,25 +31,7 @@ async fn put_tls_secret(
     ca: &TestCa,
     issued: &Issued,
 ) -> Result<(), Error> {
-    let secrets: Api<Secret> = ns.api();
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        type_: Some("kubernetes.io/tls".into()),
-        data: Some(ca.secret_data(issued)),
-        ..Secret::default()
-    };
-    secrets
-        .patch(
-            name,
-            &PatchParams::apply("e2e-tls").force(),
-            &Patch::Apply(&secret),
-        )
-        .await
-        .context(format!("writing the Secret {name}"))?;
-    Ok(())
+    node::put_secret(ns, name, Some("kubernetes.io/tls"), ca.secret_data(issued)).await
 }
 
 /// Writes the CA (and a client certificate) where the machine's redis-cli reads them.
