@@ -85,18 +85,8 @@ impl Server<'_> {
             let stream = TcpStream::connect((self.ip, self.port)).await?;
             // The cap is on what Redis says, under TLS as without it.
             match self.tls {
-                None => {
-                    let stream = Capped::new(stream, MAX_REPLY_BYTES);
-                    let (con, driver) =
-                        MultiplexedConnection::new_with_config(&settings, stream, config).await?;
-                    Ok::<_, RedisError>((con, tokio::spawn(driver)))
-                }
-                Some(tls) => {
-                    let stream = Capped::new(tls.handshake(stream).await?, MAX_REPLY_BYTES);
-                    let (con, driver) =
-                        MultiplexedConnection::new_with_config(&settings, stream, config).await?;
-                    Ok((con, tokio::spawn(driver)))
-                }
+                None => open(stream, &settings, config).await,
+                Some(tls) => open(tls.handshake(stream).await?, &settings, config).await,
             }
         };
         let (con, driver) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
@@ -258,6 +248,21 @@ impl Server<'_> {
     pub async fn ping(&self) -> redis::RedisResult<()> {
         self.run(&redis::cmd("PING")).await
     }
+}
+
+/// A connection over `stream`, its replies capped at [`MAX_REPLY_BYTES`], and the task that
+/// drives it.
+async fn open<S>(
+    stream: S,
+    settings: &RedisConnectionInfo,
+    config: AsyncConnectionConfig,
+) -> redis::RedisResult<(MultiplexedConnection, JoinHandle<()>)>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let stream = Capped::new(stream, MAX_REPLY_BYTES);
+    let (con, driver) = MultiplexedConnection::new_with_config(settings, stream, config).await?;
+    Ok((con, tokio::spawn(driver)))
 }
 
 fn timed_out() -> RedisError {

@@ -73,9 +73,8 @@ struct Known {
     good: Option<(Material, TlsClient)>,
     /// CAs of earlier good Secrets, still trusted (newest first, bounded).
     earlier_roots: Vec<CertificateDer<'static>>,
-    /// Pods (name → uid) seen serving the good certificate, and which one that was.
+    /// Pods (name → uid) seen serving the good certificate; emptied when it changes.
     verified: BTreeMap<String, String>,
-    verified_leaf: Option<CertificateDer<'static>>,
     /// The failure last reported, so a repeated one is not published every pass.
     reported: Option<String>,
 }
@@ -213,10 +212,6 @@ pub async fn reload(
             .good
             .as_ref()
             .and_then(|(good, _)| good.leaf().cloned());
-        if known.verified_leaf != leaf {
-            known.verified.clear();
-            known.verified_leaf.clone_from(&leaf);
-        }
         (leaf, known.verified.clone())
     };
     let port = u16::try_from(redis.spec.port()).unwrap_or_default();
@@ -398,6 +393,8 @@ async fn read_secret(
                 Ok(tls) => {
                     known.good = Some((material.clone(), tls));
                     known.earlier_roots = earlier;
+                    // Every pod is to be checked against the new certificate.
+                    known.verified.clear();
                 }
                 Err(problem) => {
                     known.source = source;
