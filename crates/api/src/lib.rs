@@ -8,7 +8,7 @@
 //! - §2 admission rules (validating webhook): [`validation`] (the policy, the entry points and
 //!   the ratchet), its private modules by part of the spec: `meta` (names, deletion protection),
 //!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e),
-//!   `placement` (§3h), `network_policy` (§3j), `tls` (§3k), and `syntax` (names, label keys and
+//!   `placement` (§3h), `network_policy` (§3j), `tls` (§3k), `acl` (§3l), and `syntax` (names, label keys and
 //!   values).
 //! - §3 pod names, labels and the selector, the keys the operator owns on its pods, the topology
 //!   keys of the default spread: [`pods`].
@@ -16,11 +16,13 @@
 //! - §3e the metrics exporter sidecar: [`exporter`].
 //! - §3j who may reach the pods (the NetworkPolicy's settings): [`network_policy`].
 //! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli): [`tls`].
+//! - §3l ACL users (the operator's users, its Secret, the grammar of a user's rules): [`acl`].
 //!
 //! The modules form layers, each using only those below it: [`schema`]; then [`types`] (which
-//! holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s and [`tls`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
+//! holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s and [`acl`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
 //! [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
+pub mod acl;
 pub mod crd;
 pub mod defaults;
 pub mod exporter;
@@ -33,6 +35,7 @@ pub mod tls;
 pub mod types;
 pub mod validation;
 
+pub use acl::{AclSpec, AclUser, DefaultUser};
 pub use exporter::ExporterSpec;
 pub use network_policy::NetworkPolicySpec;
 pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};

@@ -132,6 +132,10 @@ pub struct RedisSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::tls::TlsSpec>,
 
+    /// ACL users: users with their own rules and passwords, created on every pod and changed live; and whether the default user (spec.auth's password) may log in. The operator then connects as its own user (redis-operator) and replicas as masteruser, with passwords it generates and keeps in the Secret `<name>-acl`. Not set: the default user only, as without ACLs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<crate::acl::AclSpec>,
+
     /// Node labels a node must have for the pods to run on it (the pods' nodeSelector), e.g. `disktype: ssd`. Keys and values must be valid label keys and values. Not set: any node. A change replaces the pods one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,

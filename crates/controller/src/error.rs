@@ -73,6 +73,10 @@ pub enum Error {
     /// A pod's redis-server answered, but not as the step needed (or the pod has no IP yet).
     #[error("redis-server of pod {pod}: {reason}")]
     RedisState { pod: String, reason: String },
+
+    /// The ACL step could not build what it keeps (no randomness for a password, say).
+    #[error("ACL users: {0}")]
+    Acl(String),
 }
 
 impl Error {

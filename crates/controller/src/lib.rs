@@ -9,6 +9,8 @@
 //! - [`storage`]: the claims of `spec.storage` (§3d).
 //! - [`auth`]: the password from the Secret, and its live rotation on the pods (§3c).
 //! - [`tls`]: the TLS Secret, the controller's TLS client, the live certificate reload (§3k).
+//! - [`acl`]: ACL users: the operator's own users and Secret, every user set live on the pods
+//!   (§3l).
 //! - [`replication`]: roles, failover and switchover in Replication mode (§3b, §9).
 //! - [`redis_server`]: the one client of the pods' redis-servers.
 //! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, Events, conditions,
@@ -17,6 +19,7 @@
 //! - [`run`]: wiring: caches, the kube-runtime Controller, leader election ([`leader`]), the
 //!   operations port ([`metrics`]); [`cli`] its flags.
 
+pub mod acl;
 pub mod auth;
 pub mod cached;
 pub mod children;

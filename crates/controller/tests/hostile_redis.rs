@@ -3,7 +3,7 @@
 //! naming the pod, not its memory. A test binary of its own: the process's peak memory is
 //! measured, and no other test shares it.
 
-use controller::redis_server::{MAX_REPLY_BYTES, Server};
+use controller::redis_server::{Login, MAX_REPLY_BYTES, Server};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -65,7 +65,7 @@ async fn a_server_streaming_an_endless_reply_costs_a_bounded_read_and_a_clear_er
         pod: "cache-0",
         ip: "127.0.0.1",
         port,
-        password: None,
+        login: Login::default(),
         tls: None,
     };
     // Peak memory counts from here (writing 5 to clear_refs resets VmHWM to the current RSS).

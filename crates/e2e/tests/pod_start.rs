@@ -67,7 +67,7 @@ impl Drop for Container {
 /// its environment reads from the Secret. The image's entrypoint (used when the container sets
 /// no command) execs its arguments; `extra` options follow the container's.
 fn start(spec: &RedisSpec, env: &BTreeMap<&str, &str>, extra: &[&str]) -> Result<Container, Error> {
-    let container = pod_spec(spec)
+    let container = pod_spec("start", spec)
         .containers
         .into_iter()
         .next()
@@ -127,9 +127,22 @@ fn command_lines_with(secret: &str) -> Vec<(String, String)> {
 }
 
 async fn query(port: u16, password: Option<&str>, cmd: &[&str]) -> Result<redis::Value, String> {
+    query_as(port, None, password, cmd).await
+}
+
+/// `cmd` as `user` (the default user: `None`).
+async fn query_as(
+    port: u16,
+    user: Option<&str>,
+    password: Option<&str>,
+    cmd: &[&str],
+) -> Result<redis::Value, String> {
     let mut settings = redis::RedisConnectionInfo::default();
     if let Some(password) = password {
         settings = settings.set_password(password);
+    }
+    if let Some(user) = user {
+        settings = settings.set_username(user);
     }
     let info = redis::IntoConnectionInfo::into_connection_info(("127.0.0.1", port))
         .map_err(|e| e.to_string())?
@@ -231,5 +244,108 @@ async fn a_password_reaches_redis_server_on_no_command_line() -> Result<(), Erro
         anonymous.as_ref().is_err_and(|e| e.contains("NOAUTH")),
         "a client without the password was served: {anonymous:?}"
     );
+    Ok(())
+}
+
+/// A Redis with ACL users (§3l): its container loads the users of the operator's Secret at start
+/// (the operator's, the replication user's, the default user's and a tenant's), and gives its
+/// primary the replication user's login; no password is on a command line or in the users
+/// (they hold hashes).
+#[tokio::test]
+async fn acl_users_load_when_the_container_starts() -> Result<(), Error> {
+    use controller::acl::users::{self, Passwords};
+    let port = free_port()?;
+    let spec: RedisSpec = serde_json::from_value(serde_json::json!({
+        "port": port,
+        "mode": "Replication",
+        "auth": {"secretRef": {"name": "cache-auth"}},
+        "acl": {"defaultUser": "Disabled", "users": [
+            {"name": "reader", "rules": "~* +@read +ping", "passwordSecretRef": {"name": "r"}}
+        ]},
+    }))
+    .map_err(|e| process_error("the spec", e.to_string()))?;
+    let operator = users::generate().map_err(|e| process_error("a password", e))?;
+    let replication = users::generate().map_err(|e| process_error("a password", e))?;
+    let tenants = std::collections::HashMap::from([("reader".to_owned(), "reader-pw".to_owned())]);
+    let built = users::desired(
+        spec.acl
+            .as_ref()
+            .ok_or_else(|| process_error("the spec", "no acl"))?,
+        Passwords {
+            default: Some("default-pw"),
+            operator: &operator,
+            replication: &replication,
+            users: &tenants,
+        },
+    )
+    .map_err(|e| process_error("the users", e))?;
+    let lines = users::config_lines(&built);
+    let env = BTreeMap::from([
+        ("REDIS_ACL_USERS", lines.as_str()),
+        ("REDIS_MASTERAUTH", replication.as_str()),
+        ("REDISCLI_AUTH", operator.as_str()),
+    ]);
+    let _redis = start(
+        &spec,
+        &env,
+        &["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    )?;
+    let operator_login = |cmd: &'static [&'static str]| {
+        let operator = operator.clone();
+        async move { query_as(port, Some("redis-operator"), Some(&operator), cmd).await }
+    };
+    wait_for(
+        &format!("redis-server :{port} answering the operator's user"),
+        Duration::from_secs(30),
+        || async {
+            match operator_login(&["PING"]).await {
+                Ok(redis::Value::SimpleString(s)) if s == "PONG" => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await?;
+    let config = |name: &'static str| {
+        let operator = operator.clone();
+        async move {
+            let value = query_as(
+                port,
+                Some("redis-operator"),
+                Some(&operator),
+                &["CONFIG", "GET", name],
+            )
+            .await
+            .map_err(|e| process_error(format!("CONFIG GET {name}"), e))?;
+            let pair: Vec<String> = redis::from_redis_value(value)
+                .map_err(|e| process_error(format!("CONFIG GET {name}"), e.to_string()))?;
+            pair.get(1)
+                .cloned()
+                .ok_or_else(|| process_error(format!("CONFIG GET {name}"), format!("{pair:?}")))
+        }
+    };
+    assert_eq!(config("masteruser").await?, "masteruser");
+    assert_eq!(config("masterauth").await?, replication);
+    // Started fenced (a replica of nowhere), as every Replication pod.
+    let read = query_as(port, Some("reader"), Some("reader-pw"), &["GET", "k"]).await;
+    assert!(read.is_ok(), "{read:?}");
+    let write = query_as(port, Some("reader"), Some("reader-pw"), &["SET", "k", "v"]).await;
+    assert!(
+        write
+            .as_ref()
+            .is_err_and(|e| e.contains("NoPerm") || e.contains("NOPERM")),
+        "{write:?}"
+    );
+    let default = query(port, Some("default-pw"), &["PING"]).await;
+    assert!(
+        default.is_err(),
+        "the disabled default user logged in: {default:?}"
+    );
+    for secret in [operator.as_str(), replication.as_str(), "reader-pw"] {
+        let seen = command_lines_with(secret);
+        assert!(
+            seen.is_empty(),
+            "a password is in the command line of {seen:?}"
+        );
+    }
     Ok(())
 }

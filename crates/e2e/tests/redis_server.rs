@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use controller::redis_server::{Server, switchover};
+use controller::redis_server::{Login, Server, switchover};
 use e2e::operator::free_port;
 use e2e::{Error, wait_for};
 
@@ -51,7 +51,7 @@ impl RedisServer {
             pod,
             ip: "127.0.0.1",
             port: self.port,
-            password: None,
+            login: Login::default(),
             tls: None,
         }
     }

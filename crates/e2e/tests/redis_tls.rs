@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use controller::redis_server::{Server, TlsClient};
+use controller::redis_server::{Login, Server, TlsClient};
 use controller::tls::{client_config, material};
 use e2e::certs::{Issued, TestCa};
 use e2e::operator::free_port;
@@ -96,7 +96,7 @@ impl TlsRedis {
             pod: "cache-0",
             ip: "127.0.0.1",
             port: self.port,
-            password: None,
+            login: Login::default(),
             tls: Some(tls),
         }
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use api::Redis;
-use controller::redis_server::Server;
+use controller::redis_server::{Login, Server};
 use controller::tls::{client_config, material};
 use e2e::certs::{Issued, TestCa, redis_dns_names};
 use e2e::node::{self, REDIS_IMAGE};
@@ -198,7 +198,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
                     pod: pod.metadata.name.as_deref().unwrap_or_default(),
                     ip: node::pod_ip(pod).unwrap_or_default(),
                     port: PORT,
-                    password: None,
+                    login: Login::default(),
                     tls: Some(&client),
                 };
                 let served = server

@@ -56,7 +56,7 @@ pub(super) fn secret_name_problem(name: &str) -> Result<(), String> {
 
 /// A Secret's data key: letters, digits, `-`, `_` and `.`, at most 253 characters, and not `.`,
 /// `..` or starting with `..` (the API server's rule for Secret and ConfigMap keys).
-fn secret_key_problem(key: &str) -> Result<(), String> {
+pub(super) fn secret_key_problem(key: &str) -> Result<(), String> {
     if key.is_empty() {
         return Err("must not be empty".to_owned());
     }

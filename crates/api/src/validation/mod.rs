@@ -23,8 +23,10 @@
 //! - `network_policy`: `spec.networkPolicy`'s peers, with the warnings about who can (or
 //!   cannot) connect (§3j).
 //! - `tls`: `spec.tls`'s Secret name and plaintext port, with the plaintext port's warning (§3k).
+//! - `acl`: `spec.acl`'s users (names, rules, password Secrets), with their warnings (§3l).
 //! - `syntax`: the syntax of Kubernetes names, label keys and values, which the others check.
 
+mod acl;
 mod auth;
 mod exporter;
 mod image;
@@ -131,6 +133,10 @@ impl Policy {
         verdict
             .warnings
             .extend(tls::tls_update_warnings(&new.spec, &old.spec));
+        // ACLs are not removed from under pods that refuse the default user (never ratcheted).
+        verdict
+            .violations
+            .extend(acl::acl_update_violations(&new.spec, &old.spec));
         let violations = self.object_violations(new, &image);
         if violations.is_empty() {
             return verdict;
@@ -201,6 +207,7 @@ impl Policy {
         violations.extend(placement::placement_violations(spec));
         violations.extend(network_policy::network_policy_violations(spec));
         violations.extend(tls::tls_violations(spec, lowest));
+        violations.extend(acl::acl_violations(spec));
         violations
     }
 
@@ -260,6 +267,7 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     warnings.extend(placement::placement_warnings(redis));
     warnings.extend(network_policy::network_policy_warnings(spec));
     warnings.extend(tls::tls_warnings(spec));
+    warnings.extend(acl::acl_warnings(spec));
     warnings
 }
 

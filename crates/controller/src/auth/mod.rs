@@ -23,7 +23,7 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::events::publish;
 use crate::k8s::{self, watch};
-use crate::redis_server::{Server, TlsClient};
+use crate::redis_server::{Login, Server, TlsClient};
 use api::Redis;
 use futures::future;
 use k8s_openapi::api::core::v1::Secret;
@@ -88,10 +88,23 @@ impl State {
         }
     }
 
-    /// Forgets a Redis (deleted): its passwords and what it read of its Secret.
+    /// The resourceVersion of Secret `name` in `namespace` in the metadata cache: `None` without
+    /// a cache, `Some(None)` when the cache has no such Secret.
+    pub fn cached_version(&self, namespace: &str, name: &str) -> Option<Option<String>> {
+        let store = self.secrets.as_ref()?;
+        Some(
+            store
+                .get(&ObjectRef::new(name).within(namespace))
+                .map(|meta| meta.metadata.resource_version.clone().unwrap_or_default()),
+        )
+    }
+
+    /// Forgets a Redis (deleted): its passwords and what it read of its Secrets (its ACL users'
+    /// too, kept under `<uid>/<user>`, see [`secret_value`]).
     pub fn forget(&self, uid: &str) {
         self.known().remove(uid);
-        self.read().remove(uid);
+        self.read()
+            .retain(|key, _| key != uid && !key.starts_with(&format!("{uid}/")));
     }
 
     /// How many Redis have a password read from their Secret kept (tests).
@@ -116,6 +129,9 @@ impl State {
 /// What one pass found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Settled {
+    /// The user the controller's connections log in as: `None`, the default user; with ACL
+    /// users (§3l), the operator's own.
+    pub user: Option<&'static str>,
     /// The password the controller's connections use (the Secret's).
     pub password: Password,
     /// Pods given the Secret's password in this pass.
@@ -125,6 +141,16 @@ pub struct Settled {
     pub failure: Option<String>,
     /// `failure` is new: publish it as a Warning Event.
     pub report: bool,
+}
+
+impl Settled {
+    /// The login of the controller's connections.
+    pub fn login(&self) -> Login<'_> {
+        Login {
+            user: self.user,
+            password: self.password.as_deref(),
+        }
+    }
 }
 
 /// The Redis objects a Secret event concerns (mapper of the Controller's Secret trigger).
@@ -162,14 +188,16 @@ pub async fn watch(
     Ok(cached)
 }
 
-/// The password under `key` of Secret `name` in `namespace` for the Redis `uid`, or why there
-/// is none; the Secret is read again only when the metadata cache has a newer resourceVersion.
-async fn password(
+/// The password under `key` of Secret `name` in `namespace`, kept under `slot` (the Redis's
+/// uid for `spec.auth`, `<uid>/<user>` for an ACL user's), or why there is none; the Secret is
+/// read again only when the metadata cache has a newer resourceVersion.
+pub async fn secret_value(
     state: &State,
     client: &Client,
-    uid: &str,
+    slot: &str,
     (namespace, name, key): (&str, &str, &str),
 ) -> Result<Result<String, String>, Error> {
+    let uid = slot;
     let source = (namespace.to_owned(), name.to_owned(), key.to_owned());
     let missing = || Err(format!("Secret {name} not found"));
     let cached_version = match &state.secrets {
@@ -270,7 +298,8 @@ pub async fn settle(
     let port = u16::try_from(redis.spec.port()).unwrap_or_default();
     let wanted: Password = match redis.spec.auth_secret() {
         None => None,
-        Some((name, key)) => match password(state, client, &uid, (namespace, name, key)).await? {
+        Some((name, key)) => match secret_value(state, client, &uid, (namespace, name, key)).await?
+        {
             Ok(p) => Some(p),
             Err(message) => return Ok(report(state, &uid, None, Some(message))),
         },
@@ -302,7 +331,7 @@ pub async fn settle(
                     pod: &name,
                     ip,
                     port,
-                    password: tries.get(i).copied().flatten(),
+                    login: Login::password(tries.get(i).copied().flatten()),
                     tls,
                 };
                 match server.set_password(wanted.as_deref().unwrap_or("")).await {
@@ -353,6 +382,7 @@ fn report(state: &State, uid: &str, password: Password, failure: Option<String>)
     let report = failure.is_some() && entry.reported != failure;
     entry.reported.clone_from(&failure);
     Settled {
+        user: None,
         password,
         rotated: Vec::new(),
         failure,
@@ -374,7 +404,7 @@ async fn check(
             pod: name,
             ip,
             port,
-            password: *password,
+            login: Login::password(*password),
             tls,
         };
         match answer(&server.ping().await) {

@@ -103,8 +103,9 @@ pub fn password_in(secret: &Secret, key: &str) -> Result<String, String> {
     Ok(password)
 }
 
-/// Whether the (untyped) Redis names Secret `name` of `namespace`, in `spec.auth` or in
-/// `spec.tls` (§3k), each read as its typed spec (one that does not decode names no Secret).
+/// Whether the (untyped) Redis names Secret `name` of `namespace`, in `spec.auth`, in
+/// `spec.tls` (§3k) or as an ACL user's (§3l), each read as its typed spec (one that does not
+/// decode names no Secret).
 pub fn references(redis: &DynamicObject, namespace: Option<&str>, name: &str) -> bool {
     let spec = redis.data.get("spec");
     let auth = spec
@@ -115,7 +116,11 @@ pub fn references(redis: &DynamicObject, namespace: Option<&str>, name: &str) ->
         .and_then(|spec| spec.get("tls"))
         .and_then(|tls| api::TlsSpec::deserialize(tls).ok())
         .is_some_and(|tls| tls.secret_ref.name == name);
-    redis.metadata.namespace.as_deref() == namespace && (auth || tls)
+    let acl = spec
+        .and_then(|spec| spec.get("acl"))
+        .and_then(|acl| api::AclSpec::deserialize(acl).ok())
+        .is_some_and(|acl| acl.users.iter().any(|u| u.password_secret_ref.name == name));
+    redis.metadata.namespace.as_deref() == namespace && (auth || tls || acl)
 }
 
 #[cfg(test)]
@@ -227,5 +232,19 @@ mod tests {
         assert!(!references(&named, Some("b"), "pw"));
         assert!(!references(&named, Some("a"), "other"));
         assert!(!references(&redis("a", json!(null)), Some("a"), "pw"));
+    }
+
+    #[test]
+    fn an_acl_users_secret_concerns_its_redis() {
+        let redis: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+            "metadata": {"name": "cache", "namespace": "a"},
+            "spec": {"acl": {"users": [
+                {"name": "reader", "rules": "+get", "passwordSecretRef": {"name": "reader-pw"}}
+            ]}}
+        }))
+        .expect("redis");
+        assert!(references(&redis, Some("a"), "reader-pw"));
+        assert!(!references(&redis, Some("a"), "other"));
     }
 }

@@ -76,6 +76,23 @@ masterauth "$q"
 EOF
 "#;
 
+/// The variables of a container with ACL users (§3l), from the operator's Secret
+/// (`api::acl::secret_name`): the redis.conf `user` lines, and the replication user's password.
+pub const ACL_USERS_ENV: &str = "REDIS_ACL_USERS";
+pub const MASTERAUTH_ENV: &str = "REDIS_MASTERAUTH";
+
+/// How a container with ACL users starts: the users (as `user` lines, passwords hashed) and the
+/// replication user's login reach `redis-server -` on stdin, as with [`AUTH_LAUNCHER`]. The
+/// controller writes both values itself: names and rules it has checked (no quote, backslash or
+/// line break: nothing a config line would read differently from `ACL SETUSER`), and a password
+/// of hex digits. A variable's value in a here-document is not expanded again.
+pub const ACL_LAUNCHER: &str = r#"exec redis-server - "$@" <<EOF
+$REDIS_ACL_USERS
+masteruser masteruser
+masterauth $REDIS_MASTERAUTH
+EOF
+"#;
+
 /// The command of a container with auth: the launcher, its `$0` `redis-server`; the container's
 /// args are redis-server's options.
 const AUTH_COMMAND: [&str; 4] = ["sh", "-c", AUTH_LAUNCHER, "redis-server"];
@@ -84,8 +101,14 @@ fn auth_launcher() -> Vec<String> {
     AUTH_COMMAND.map(str::to_owned).to_vec()
 }
 
-/// The pod spec every pod of this Redis runs (the same for all ordinals).
-pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
+fn acl_launcher() -> Vec<String> {
+    ["sh", "-c", ACL_LAUNCHER, "redis-server"]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+/// The pod spec every pod of Redis `name` runs (the same for all ordinals).
+pub fn pod_spec(name: &str, spec: &RedisSpec) -> PodSpec {
     let port = spec.port();
     // TLS (§3k): spec.port serves TLS (`--tls-port`), and `--port` only the plaintext port if
     // asked for (else 0: none).
@@ -127,21 +150,42 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
     // started later reads the Secret's current value. It reaches redis-server through
     // [`AUTH_LAUNCHER`], on stdin, never in an argument: anyone on the node can read a process's
     // command line.
-    let env = spec.auth_secret().map(|(name, key)| {
-        let from_secret = |var: &str| secret_env(var, name, key);
-        vec![from_secret(PASSWORD_ENV), from_secret(REDISCLI_AUTH_ENV)]
-    });
-    let (command, args) = match env {
-        Some(_) => (Some(auth_launcher()), args),
+    //
+    // ACL users (§3l): the users, the replication user's password and the probes' login (the
+    // operator's user) come from the operator's own Secret, whose name is all the spec holds: a
+    // change of users or passwords is set live (see `acl`), and containers started later read it.
+    let acl_secret = spec.acl.as_ref().map(|_| api::acl::secret_name(name));
+    let env = match (&acl_secret, spec.auth_secret()) {
+        (Some(secret), _) => Some(vec![
+            secret_env(ACL_USERS_ENV, secret, api::acl::USERS_KEY),
+            secret_env(MASTERAUTH_ENV, secret, api::acl::REPLICATION_PASSWORD_KEY),
+            secret_env(REDISCLI_AUTH_ENV, secret, api::acl::OPERATOR_PASSWORD_KEY),
+        ]),
+        (None, Some((name, key))) => {
+            let from_secret = |var: &str| secret_env(var, name, key);
+            Some(vec![
+                from_secret(PASSWORD_ENV),
+                from_secret(REDISCLI_AUTH_ENV),
+            ])
+        }
+        (None, None) => None,
+    };
+    let (command, args) = match (&acl_secret, &env) {
+        (Some(_), _) => (Some(acl_launcher()), args),
+        (None, Some(_)) => (Some(auth_launcher()), args),
         // The image's entrypoint is kept: it execs redis-server unchanged for non-root users.
-        None => (None, [vec!["redis-server".to_owned()], args].concat()),
+        (None, None) => (None, [vec!["redis-server".to_owned()], args].concat()),
     };
     let tls_cli = spec.tls.as_ref().map(|_| api::tls::cli_args());
+    let cli_user = acl_secret
+        .as_ref()
+        .map(|_| ["--user".to_owned(), api::acl::OPERATOR_USER.to_owned()]);
     let ping = Probe {
         exec: Some(ExecAction {
             command: Some(
                 ["redis-cli".to_owned(), "-p".to_owned(), port.to_string()]
                     .into_iter()
+                    .chain(cli_user.into_iter().flatten())
                     .chain(tls_cli.into_iter().flatten())
                     .chain(["ping".to_owned()])
                     .collect(),
@@ -212,7 +256,7 @@ pub fn pod_spec(spec: &RedisSpec) -> PodSpec {
         ..Container::default()
     }];
     if let Some(exporter) = spec.exporter() {
-        containers.push(exporter_container(spec, exporter, security_context));
+        containers.push(exporter_container(name, spec, exporter, security_context));
     }
     PodSpec {
         containers,
@@ -315,6 +359,7 @@ fn user_annotations(spec: &RedisSpec) -> BTreeMap<String, String> {
 /// The metrics sidecar (`spec.exporter`): redis_exporter reading redis-server over localhost,
 /// with the password from the same Secret (never in the spec), serving on the `metrics` port.
 fn exporter_container(
+    name: &str,
     spec: &RedisSpec,
     exporter: &api::ExporterSpec,
     security_context: SecurityContext,
@@ -349,8 +394,18 @@ fn exporter_container(
             plain("REDIS_EXPORTER_SKIP_TLS_VERIFICATION", "true".to_owned()),
         ]);
     }
-    if let Some((name, key)) = spec.auth_secret() {
-        env.push(secret_env(PASSWORD_ENV, name, key));
+    // With ACL users it logs in as the operator's user (which may run what it reads).
+    match (&spec.acl, spec.auth_secret()) {
+        (Some(_), _) => env.extend([
+            plain("REDIS_USER", api::acl::OPERATOR_USER.to_owned()),
+            secret_env(
+                PASSWORD_ENV,
+                &api::acl::secret_name(name),
+                api::acl::OPERATOR_PASSWORD_KEY,
+            ),
+        ]),
+        (None, Some((secret, key))) => env.push(secret_env(PASSWORD_ENV, secret, key)),
+        (None, None) => {}
     }
     let health = Probe {
         http_get: Some(HTTPGetAction {

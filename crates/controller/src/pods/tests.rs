@@ -56,7 +56,7 @@ where
 /// `create_pod` of `cache-0` against a fake API server playing `script`.
 async fn create_against(script: Vec<Exchange>) -> (Result<Done, Refused>, Vec<Value>) {
     let redis = redis();
-    let spec = pod_spec(&redis.spec);
+    let spec = pod_spec("cache", &redis.spec);
     let hash = spec_hash(&spec);
     against(script, async |w| {
         create_pod(w, &redis, 0, &spec, &hash).await

@@ -8,7 +8,7 @@ use crate::k8s::FIELD_MANAGER;
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
 use crate::network_policy::OperatorPods;
-use crate::{auth, children, replication, tls};
+use crate::{acl, auth, children, replication, tls};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::Recorder;
@@ -37,6 +37,8 @@ pub struct Context {
     pub auth: auth::State,
     /// The TLS Secrets of each Redis with TLS, and its client (see `tls`).
     pub tls: tls::State,
+    /// The users given to each pod of a Redis with ACL users (see `acl`).
+    pub acl: acl::State,
 }
 
 impl Context {
@@ -58,6 +60,7 @@ impl Context {
             replication: replication::State::default(),
             auth: auth::State::default(),
             tls: tls::State::default(),
+            acl: acl::State::default(),
         }
     }
 
@@ -99,6 +102,7 @@ impl Context {
         self.replication.forget(uid);
         self.auth.forget(uid);
         self.tls.forget(uid);
+        self.acl.forget(uid);
     }
 
     /// Writes `status` (server-side apply on the status subresource, forced).

@@ -22,7 +22,7 @@ use crate::pods::build::{pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
-use crate::{RetryClass, auth, backoff, children, replication, storage, tls};
+use crate::{RetryClass, acl, auth, backoff, children, replication, storage, tls};
 use api::{FINALIZER, Redis};
 use cleanup::cleanup;
 use kube::api::{Api, DynamicObject};
@@ -134,7 +134,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             .await;
         }
     }
-    let spec = pod_spec(&redis.spec);
+    let spec = pod_spec(name, &redis.spec);
     let hash = pod_hash(&redis.spec, &spec);
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
     let owned = pods::owned_pods(&ctx.pods, redis);
@@ -161,8 +161,28 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         pass.keep_going(tls::prepare(&ctx.tls, &ctx.client, &ctx.recorder, redis).await);
     let tls_client = certificate.as_ref().and_then(|c| c.client.clone());
     let tls_blocked = redis.spec.tls.is_some() && tls_client.is_none();
+    // ACL users (§3l) in place of the password step: the controller then logs in as its own
+    // user, and the default user's password is one of the users set live.
+    let acl = match &redis.spec.acl {
+        Some(_) if !tls_blocked => pass.keep_going(
+            acl::apply(
+                &ctx.acl,
+                &ctx.auth,
+                &ctx.client,
+                &ctx.recorder,
+                redis,
+                &owned,
+                tls_client.as_ref(),
+            )
+            .await
+            .map(Some),
+        ),
+        _ => None,
+    };
     let auth = if tls_blocked {
         None
+    } else if redis.spec.acl.is_some() {
+        acl.as_ref().map(acl::Settled::auth)
     } else {
         pass.keep_going(
             auth::apply(
@@ -185,7 +205,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             redis,
             certificate,
             &owned,
-            settled.password.as_deref(),
+            settled.login(),
         )
         .await;
     }
@@ -201,7 +221,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
                 redis,
                 &owned,
                 &hash,
-                settled.password.as_deref(),
+                settled.login(),
                 tls_client.as_ref(),
             )
             .await,
@@ -238,7 +258,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .collect();
     let next_pass = if replication.is_some() {
         replication::POLL
-    } else if auth_failure.is_some() || tls_blocked {
+    } else if auth_failure.is_some()
+        || tls_blocked
+        || acl.as_ref().is_some_and(|a| !a.pending.is_empty())
+    {
         AUTH_RETRY
     } else {
         RESYNC
@@ -284,6 +307,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let status = replication::status::with_replication(status, replication.as_ref(), stored, now());
     let status = auth::status::with_failure(status, auth_failure.as_deref(), stored, now());
     let status = tls::status::with_certificate(status, certificate.as_ref(), stored, now());
+    let status = acl::status::with_users(status, acl.as_ref(), stored, now());
     let status = storage::status::with_condition(status, claims.as_ref(), stored, now());
     let conflicts = children
         .as_ref()

@@ -3,6 +3,7 @@
 //! timeouts: one that does not answer in time counts as unreachable, and the pass goes on.
 //! [`info`] parses what a redis-server says about its part in replication (pure).
 
+mod acl;
 mod capped;
 pub mod info;
 mod tls;
@@ -33,14 +34,33 @@ pub fn refuses_auth(error: &RedisError) -> bool {
         || matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
-/// One redis-server: its pod (named in errors), the pod IP, port, the password when auth is
-/// on, and the TLS client when it serves TLS (`spec.tls`).
+/// Who the controller logs in as: Redis's default user with `spec.auth`'s password (or none),
+/// or with ACL users (§3l) the operator's own user.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Login<'a> {
+    /// `None`: the default user.
+    pub user: Option<&'a str>,
+    pub password: Option<&'a str>,
+}
+
+impl<'a> Login<'a> {
+    /// The default user with `password`.
+    pub fn password(password: Option<&'a str>) -> Self {
+        Login {
+            user: None,
+            password,
+        }
+    }
+}
+
+/// One redis-server: its pod (named in errors), the pod IP, port, the login, and the TLS client
+/// when it serves TLS (`spec.tls`).
 #[derive(Clone, Copy)]
 pub struct Server<'a> {
     pub pod: &'a str,
     pub ip: &'a str,
     pub port: u16,
-    pub password: Option<&'a str>,
+    pub login: Login<'a>,
     pub tls: Option<&'a TlsClient>,
 }
 
@@ -77,8 +97,11 @@ impl Server<'_> {
     /// [`RESPONSE_TIMEOUT`].
     async fn connect(&self) -> redis::RedisResult<Link> {
         let mut settings = RedisConnectionInfo::default();
-        if let Some(password) = self.password {
+        if let Some(password) = self.login.password {
             settings = settings.set_password(password);
+        }
+        if let Some(user) = self.login.user {
+            settings = settings.set_username(user);
         }
         let config = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
         let handshake = async {

@@ -16,7 +16,7 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::events::{pod_ref, publish};
 use crate::redis_server::info::RedisRole;
-use crate::redis_server::{self, Observed, Server, TlsClient};
+use crate::redis_server::{self, Login, Observed, Server, TlsClient};
 use api::Redis;
 use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use clock::PrimarySeen;
@@ -67,7 +67,7 @@ pub async fn apply(
     redis: &Redis,
     owned: &[Arc<CachedPod>],
     hash: &str,
-    password: Option<&str>,
+    login: Login<'_>,
     tls: Option<&TlsClient>,
 ) -> Result<Option<Outcome>, Error> {
     let uid = redis.metadata.uid.as_deref().unwrap_or_default();
@@ -84,7 +84,7 @@ pub async fn apply(
         hash,
         replicas: u32::try_from(redis.spec.replicas()).unwrap_or(0),
         port: u16::try_from(redis.spec.port()).unwrap_or_default(),
-        password,
+        login,
         tls,
         replication: redis.spec.replication(),
         had_primary: redis.status.as_ref().is_some_and(|s| s.primary.is_some()),
@@ -138,7 +138,7 @@ pub struct Pass<'a> {
     pub hash: &'a str,
     pub replicas: u32,
     pub port: u16,
-    pub password: Option<&'a str>,
+    pub login: Login<'a>,
     /// The client of a Redis with `spec.tls`.
     pub tls: Option<&'a TlsClient>,
     pub replication: api::defaults::EffectiveReplication,
@@ -331,7 +331,7 @@ fn server<'a>(pass: &Pass<'a>, pod: &'a str, ip: &'a str) -> Server<'a> {
         pod,
         ip,
         port: pass.port,
-        password: pass.password,
+        login: pass.login,
         tls: pass.tls,
     }
 }

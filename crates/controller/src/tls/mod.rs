@@ -27,7 +27,7 @@ use crate::auth::SecretMeta;
 use crate::cached::CachedPod;
 use crate::k8s;
 use crate::k8s::events::publish;
-use crate::redis_server::{Server, TlsClient};
+use crate::redis_server::{Login, Server, TlsClient};
 use api::Redis;
 use futures::future;
 use k8s_openapi::api::core::v1::Secret;
@@ -190,7 +190,7 @@ pub async fn settle(state: &State, client: &Client, redis: &Redis) -> Result<Set
     })
 }
 
-/// The second half, once the password is known (a reload is a `CONFIG SET`): every pod not yet
+/// The second half, once the login is known (a reload is a `CONFIG SET`): every pod not yet
 /// seen serving the good certificate is looked at and, when it serves another, told to reload.
 /// Pods that now serve it are published in one Normal Event.
 pub async fn reload(
@@ -199,7 +199,7 @@ pub async fn reload(
     redis: &Redis,
     settled: &mut Settled,
     pods: &[Arc<CachedPod>],
-    password: Option<&str>,
+    login: Login<'_>,
 ) {
     let Some(tls_client) = settled.client.clone() else {
         return;
@@ -226,7 +226,7 @@ pub async fn reload(
     let checks = future::join_all(
         unverified
             .iter()
-            .map(|pod| bring_up_to_date(pod, port, &tls_client, password, leaf.as_ref())),
+            .map(|pod| bring_up_to_date(pod, port, &tls_client, login, leaf.as_ref())),
     )
     .await;
     {
@@ -290,7 +290,7 @@ async fn bring_up_to_date(
     pod: &CachedPod,
     port: u16,
     tls: &TlsClient,
-    password: Option<&str>,
+    login: Login<'_>,
     leaf: Option<&CertificateDer<'static>>,
 ) -> Check {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -298,7 +298,7 @@ async fn bring_up_to_date(
         pod: name,
         ip: pod.ip().unwrap_or_default(),
         port,
-        password,
+        login,
         tls: Some(tls),
     };
     let served = match server.served_certificate().await {

@@ -10,7 +10,7 @@ fn the_exporter_sidecar_reads_redis_over_localhost_with_the_secrets_password() {
         "auth": {"secretRef": {"name": "pw"}},
         "exporter": {"port": 9200},
     }));
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     assert_eq!(spec.containers.len(), 2);
     let exporter = &spec.containers[1];
     assert_eq!(exporter.name, "exporter");
@@ -41,13 +41,13 @@ fn the_exporter_sidecar_reads_redis_over_localhost_with_the_secrets_password() {
         "an exporter never takes Redis out of service"
     );
     let off = redis(json!({"exporter": {"enabled": false}}));
-    assert_eq!(pod_spec(&off.spec).containers.len(), 1);
+    assert_eq!(pod_spec("cache", &off.spec).containers.len(), 1);
 }
 
 #[test]
 fn with_storage_each_pod_mounts_its_own_claim_and_the_hash_is_shared() {
     let r = redis(json!({"replicas": 2, "storage": {"size": "1Gi", "appendOnly": true}}));
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     let hash = spec_hash(&spec);
     let claim_of = |ordinal| {
         let pod = desired_pod(&r, ordinal, &spec, &hash).expect("pod");
@@ -66,7 +66,7 @@ fn with_storage_each_pod_mounts_its_own_claim_and_the_hash_is_shared() {
         "{args:?}"
     );
     // Without storage: the emptyDir, and a different hash (pods are replaced onto claims).
-    let plain = pod_spec(&redis(json!({"replicas": 2})).spec);
+    let plain = pod_spec("cache", &redis(json!({"replicas": 2})).spec);
     assert!(
         plain.volumes.as_ref().expect("volumes")[0]
             .empty_dir
@@ -85,7 +85,7 @@ fn redis(spec: serde_json::Value) -> Redis {
 #[test]
 fn pod_runs_redis_server_on_the_port_with_probes() {
     let r = redis(json!({"replicas": 2, "image": "redis:5-alpine", "port": 8333}));
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     let pod = desired_pod(&r, 1, &spec, &spec_hash(&spec)).expect("pod");
     let pod = serde_json::to_value(&pod).expect("json");
     let c = &pod["spec"]["containers"][0];
@@ -112,7 +112,7 @@ fn pod_runs_redis_server_on_the_port_with_probes() {
 #[test]
 fn pod_carries_labels_owner_and_hash() {
     let r = redis(json!({}));
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     let hash = spec_hash(&spec);
     let pod = desired_pod(&r, 0, &spec, &hash).expect("pod");
     let labels = pod.metadata.labels.expect("labels");
@@ -140,7 +140,7 @@ fn pod_carries_labels_owner_and_hash() {
 
 #[test]
 fn pod_passes_the_restricted_pod_security_profile() {
-    let spec = pod_spec(&redis(json!({})).spec);
+    let spec = pod_spec("cache", &redis(json!({})).spec);
     let pod_sc = spec
         .security_context
         .as_ref()
@@ -175,6 +175,7 @@ fn pod_passes_the_restricted_pod_security_profile() {
 #[test]
 fn resources_and_pull_policy_are_passed_through() {
     let spec = pod_spec(
+        "cache",
         &redis(json!({"imagePullPolicy": "Always", "resources": {"limits": {"memory": "256Mi"}}}))
             .spec,
     );
@@ -190,7 +191,10 @@ fn resources_and_pull_policy_are_passed_through() {
 
 #[test]
 fn hash_is_stable_and_changes_with_what_matters() {
-    let base = pod_spec(&redis(json!({"image": "redis:7.2-alpine", "port": 6379})).spec);
+    let base = pod_spec(
+        "cache",
+        &redis(json!({"image": "redis:7.2-alpine", "port": 6379})).spec,
+    );
     assert_eq!(spec_hash(&base), spec_hash(&base.clone()));
     assert_eq!(spec_hash(&base).len(), 16);
     for changed in [
@@ -201,20 +205,22 @@ fn hash_is_stable_and_changes_with_what_matters() {
     ] {
         assert_ne!(
             spec_hash(&base),
-            spec_hash(&pod_spec(&redis(changed.clone()).spec)),
+            spec_hash(&pod_spec("cache", &redis(changed.clone()).spec)),
             "{changed}"
         );
     }
     // Replicas are not part of a pod: scaling rolls nothing.
-    let scaled =
-        pod_spec(&redis(json!({"image": "redis:7.2-alpine", "port": 6379, "replicas": 5})).spec);
+    let scaled = pod_spec(
+        "cache",
+        &redis(json!({"image": "redis:7.2-alpine", "port": 6379, "replicas": 5})).spec,
+    );
     assert_eq!(spec_hash(&base), spec_hash(&scaled));
 }
 
 #[test]
 fn auth_reads_the_password_from_the_secret_never_in_clear() {
     let r = redis(json!({"auth": {"secretRef": {"name": "cache-auth"}}}));
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     let c = serde_json::to_value(&spec.containers[0]).expect("json");
     // The launcher hands the password to redis-server on stdin: no argument carries it, not
     // even as a `$(REDIS_PASSWORD)` the kubelet would expand into the command line.
@@ -241,6 +247,7 @@ fn auth_reads_the_password_from_the_secret_never_in_clear() {
         json!(["redis-cli", "-p", "6379", "ping"])
     );
     let replication = pod_spec(
+        "cache",
         &redis(json!({"mode": "Replication", "auth": {"secretRef": {"name": "s", "key": "pw"}}}))
             .spec,
     );
@@ -266,7 +273,7 @@ fn auth_reads_the_password_from_the_secret_never_in_clear() {
 
 #[test]
 fn no_auth_no_env() {
-    let spec = pod_spec(&redis(json!({})).spec);
+    let spec = pod_spec("cache", &redis(json!({})).spec);
     assert!(spec.containers[0].env.is_none());
     // Without a password the image's entrypoint runs redis-server as it always did.
     assert!(spec.containers[0].command.is_none());
@@ -285,13 +292,14 @@ fn the_auth_launcher_gives_the_kubelet_nothing_to_expand() {
 fn the_hash_follows_the_secret_reference_not_its_value() {
     // The spec holds no password, so a rotation (same Secret, new value) hashes the same:
     // no rolling restart. Turning auth on, or naming another Secret or key, rolls the pods.
-    let with = |auth: serde_json::Value| spec_hash(&pod_spec(&redis(json!({"auth": auth})).spec));
+    let with =
+        |auth: serde_json::Value| spec_hash(&pod_spec("cache", &redis(json!({"auth": auth})).spec));
     let base = with(json!({"secretRef": {"name": "a"}}));
     assert_eq!(
         base,
         with(json!({"secretRef": {"name": "a", "key": "password"}}))
     );
-    assert_ne!(base, spec_hash(&pod_spec(&redis(json!({})).spec)));
+    assert_ne!(base, spec_hash(&pod_spec("cache", &redis(json!({})).spec)));
     assert_ne!(base, with(json!({"secretRef": {"name": "b"}})));
     assert_ne!(
         base,
@@ -303,7 +311,7 @@ fn the_hash_follows_the_secret_reference_not_its_value() {
 fn no_pod_without_uid() {
     let mut r = redis(json!({}));
     r.metadata.uid = None;
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     assert!(desired_pod(&r, 0, &spec, "h").is_none());
 }
 
@@ -335,7 +343,7 @@ fn the_hash_of_a_spec_without_new_fields_is_the_one_pods_already_carry() {
         ),
     ] {
         let r = redis(spec.clone());
-        let built = pod_spec(&r.spec);
+        let built = pod_spec("cache", &r.spec);
         assert_eq!(spec_hash(&built), pinned, "{spec}");
         // What the reconciler puts on the pods.
         assert_eq!(pod_hash(&r.spec, &built), pinned, "{spec}");
@@ -345,7 +353,7 @@ fn the_hash_of_a_spec_without_new_fields_is_the_one_pods_already_carry() {
 /// The pod `desired_pod` builds for ordinal 0 of a Redis with `spec`, as the reconciler does.
 fn built_pod(spec: serde_json::Value) -> Pod {
     let r = redis(spec);
-    let built = pod_spec(&r.spec);
+    let built = pod_spec("cache", &r.spec);
     let hash = pod_hash(&r.spec, &built);
     desired_pod(&r, 0, &built, &hash).expect("pod")
 }
@@ -368,7 +376,7 @@ fn placement_fields_reach_every_pod_as_written() {
     });
     for ordinal in [0, 2] {
         let r = redis(placement.clone());
-        let built = pod_spec(&r.spec);
+        let built = pod_spec("cache", &r.spec);
         let pod = desired_pod(&r, ordinal, &built, &pod_hash(&r.spec, &built)).expect("pod");
         let spec = serde_json::to_value(pod.spec.expect("spec")).expect("json");
         for field in [
@@ -497,7 +505,7 @@ fn the_users_affinity_or_spread_replaces_the_default_spread() {
 fn each_placement_field_changes_the_hash_and_empty_ones_do_not() {
     let hash = |spec: serde_json::Value| {
         let r = redis(spec);
-        pod_hash(&r.spec, &pod_spec(&r.spec))
+        pod_hash(&r.spec, &pod_spec("cache", &r.spec))
     };
     let base = hash(json!({}));
     let mut seen = vec![base.clone()];
@@ -550,7 +558,7 @@ fn a_tls_pod_serves_tls_only_on_its_port_and_every_container_reads_the_secret() 
         "tls": {"secretRef": {"name": "cache-tls"}, "clientAuth": "Required"},
         "exporter": {},
     }));
-    let spec = pod_spec(&r.spec);
+    let spec = pod_spec("cache", &r.spec);
     let redis = &spec.containers[0];
     let args = redis.args.clone().unwrap_or_default();
     let value = |flag: &str| {
@@ -625,7 +633,7 @@ fn a_plaintext_port_is_opened_beside_the_tls_one_and_tls_changes_the_hash() {
     let plain = redis(json!({"port": 7000}));
     let tls =
         redis(json!({"port": 7000, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001}}));
-    let args = pod_spec(&tls.spec).containers[0]
+    let args = pod_spec("cache", &tls.spec).containers[0]
         .args
         .clone()
         .unwrap_or_default();
@@ -635,8 +643,8 @@ fn a_plaintext_port_is_opened_beside_the_tls_one_and_tls_changes_the_hash() {
         "{args:?}"
     );
     assert_ne!(
-        pod_hash(&plain.spec, &pod_spec(&plain.spec)),
-        pod_hash(&tls.spec, &pod_spec(&tls.spec))
+        pod_hash(&plain.spec, &pod_spec("cache", &plain.spec)),
+        pod_hash(&tls.spec, &pod_spec("cache", &tls.spec))
     );
 }
 
@@ -644,7 +652,7 @@ fn a_plaintext_port_is_opened_beside_the_tls_one_and_tls_changes_the_hash() {
 fn the_plaintext_port_is_a_named_container_port() {
     let tls =
         redis(json!({"port": 7000, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 7001}}));
-    let ports = pod_spec(&tls.spec).containers[0]
+    let ports = pod_spec("cache", &tls.spec).containers[0]
         .ports
         .clone()
         .unwrap_or_default();
@@ -655,5 +663,73 @@ fn the_plaintext_port_is_a_named_container_port() {
     assert_eq!(
         named,
         [(Some("redis"), 7000), (Some("redis-plaintext"), 7001)]
+    );
+}
+
+/// §3l: with ACL users the container starts through the ACL launcher, with the users, the
+/// replication password and the probes' password all from the operator's Secret `<name>-acl`;
+/// the probes and the exporter log in as the operator's user; the spec hash does not move with
+/// the users (they are set live).
+#[test]
+fn acl_users_come_from_the_operators_secret_and_the_probes_log_in_as_its_user() {
+    let acl = |users: serde_json::Value| {
+        redis(json!({
+            "mode": "Replication", "replicas": 3, "exporter": {},
+            "auth": {"secretRef": {"name": "pw"}},
+            "acl": {"users": users},
+        }))
+    };
+    let r = acl(json!([{"name": "a", "rules": "+get", "passwordSecretRef": {"name": "s"}}]));
+    let spec = pod_spec("cache", &r.spec);
+    let redis_container = &spec.containers[0];
+    assert_eq!(
+        redis_container.command.as_deref(),
+        Some(&acl_launcher()[..])
+    );
+    assert!(ACL_LAUNCHER.contains(&format!("masteruser {}\n", api::acl::REPLICATION_USER)));
+    let from = |c: &Container, var: &str| {
+        c.env
+            .iter()
+            .flatten()
+            .find(|e| e.name == var)
+            .and_then(|e| e.value_from.clone()?.secret_key_ref)
+            .map(|r| (r.name, r.key))
+    };
+    assert_eq!(
+        from(redis_container, ACL_USERS_ENV),
+        Some(("cache-acl".to_owned(), "users.conf".to_owned()))
+    );
+    assert_eq!(
+        from(redis_container, MASTERAUTH_ENV),
+        Some(("cache-acl".to_owned(), "masteruser".to_owned()))
+    );
+    assert_eq!(
+        from(redis_container, "REDISCLI_AUTH"),
+        Some(("cache-acl".to_owned(), "redis-operator".to_owned()))
+    );
+    assert!(
+        from(redis_container, PASSWORD_ENV).is_none(),
+        "spec.auth's password is a hash in the users"
+    );
+    let probe = redis_container
+        .readiness_probe
+        .as_ref()
+        .and_then(|p| p.exec.as_ref())
+        .and_then(|e| e.command.clone())
+        .unwrap_or_default();
+    assert!(
+        probe.windows(2).any(|w| w == ["--user", "redis-operator"]),
+        "{probe:?}"
+    );
+    let exporter = &spec.containers[1];
+    assert_eq!(
+        from(exporter, PASSWORD_ENV),
+        Some(("cache-acl".to_owned(), "redis-operator".to_owned()))
+    );
+    let other = acl(json!([{"name": "b", "rules": "+set", "passwordSecretRef": {"name": "t"}}]));
+    assert_eq!(
+        spec_hash(&spec),
+        spec_hash(&pod_spec("cache", &other.spec)),
+        "another user rolls no pod"
     );
 }

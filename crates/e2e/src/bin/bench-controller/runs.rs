@@ -236,7 +236,7 @@ pub(crate) async fn bare_run(
         ..RedisSpec::default()
     }
     .with_defaults();
-    let pod_spec = controller::pods::build::pod_spec(&spec);
+    let pod_spec = controller::pods::build::pod_spec("bench", &spec);
     let hash = controller::pods::build::spec_hash(&pod_spec);
     let objects: Vec<Pod> = (0..args.count)
         .flat_map(|i| (0..args.replicas).map(move |o| (i, o)))
