@@ -216,3 +216,28 @@ fn the_tls_sample_is_valid_quiet_and_its_certificate_names_what_the_operator_che
         "{dns:?}"
     );
 }
+
+#[test]
+fn the_acl_sample_is_valid_and_quiet() {
+    let docs = documents("redis-acl.yaml");
+    let redis: Redis = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "Redis")
+            .expect("a Redis")
+            .clone(),
+    )
+    .expect("Redis decodes");
+    let verdict = Policy::default().validate_create(&redis);
+    assert!(verdict.allowed(), "{}", verdict.message());
+    assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+    let acl = redis.spec.acl.as_ref().expect("spec.acl");
+    for user in &acl.users {
+        let (secret, _) = user.secret();
+        assert!(
+            docs.iter()
+                .any(|d| d["kind"] == "Secret" && d["metadata"]["name"] == secret),
+            "no Secret {secret} for user {}",
+            user.name
+        );
+    }
+}

@@ -47,11 +47,25 @@ impl Writer {
         password: Option<String>,
         history: Arc<Mutex<History>>,
     ) -> Self {
+        Self::start_as(id, host, port, None, password, history)
+    }
+
+    /// [`Writer::start`] logged in as ACL user `user` (None: the default user). The tests'
+    /// names and passwords need no escaping in a URL.
+    pub fn start_as(
+        id: u32,
+        host: String,
+        port: u16,
+        user: Option<String>,
+        password: Option<String>,
+        history: Arc<Mutex<History>>,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let task = tokio::spawn(async move {
+            let user = user.unwrap_or_default();
             let url = match &password {
-                Some(password) => format!("redis://:{password}@{host}:{port}/"),
+                Some(password) => format!("redis://{user}:{password}@{host}:{port}/"),
                 None => format!("redis://{host}:{port}/"),
             };
             let Ok(client) = redis::Client::open(url) else {
@@ -162,8 +176,19 @@ pub async fn lost_on(
     password: &str,
     acks: &[Ack],
 ) -> Result<Vec<String>, Error> {
+    lost_on_as(host, port, "", password, acks).await
+}
+
+/// [`lost_on`], read as ACL user `user` ("": the default user).
+pub async fn lost_on_as(
+    host: &str,
+    port: u16,
+    user: &str,
+    password: &str,
+    acks: &[Ack],
+) -> Result<Vec<String>, Error> {
     let process_error = |what: String, reason: String| Error::Process { what, reason };
-    let client = redis::Client::open(format!("redis://:{password}@{host}:{port}/"))
+    let client = redis::Client::open(format!("redis://{user}:{password}@{host}:{port}/"))
         .map_err(|e| process_error("redis client".into(), e.to_string()))?;
     let mut con = client
         .get_multiplexed_async_connection()

@@ -249,10 +249,15 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .flat_map(|report| report.conflicts.iter().map(|c| c.ordinal))
         .collect();
     let claims_unknown = redis.spec.storage.is_some() && claims.is_none();
+    // Nor any pod of a Redis with ACL users without the operator's own Secret (`<name>-acl`):
+    // the pod would read its users from a Secret of that name someone else made.
+    let acl_unknown = redis.spec.acl.is_some() && acl.as_ref().is_none_or(|a| a.password.is_none());
     let steps: Vec<PodStep> = steps
         .into_iter()
         .filter(|step| match step {
-            PodStep::Create { ordinal } => !claims_unknown && !held_claims.contains(ordinal),
+            PodStep::Create { ordinal } => {
+                !claims_unknown && !acl_unknown && !held_claims.contains(ordinal)
+            }
             _ => true,
         })
         .collect();
