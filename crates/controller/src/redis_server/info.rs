@@ -32,6 +32,9 @@ pub enum RedisRole {
         linked: bool,
         /// `slave_repl_offset`: how much of the primary's stream it has processed.
         offset: i64,
+        /// `master_last_io_seconds_ago`: how long since its primary last sent anything (its
+        /// stream, or a ping every `repl-ping-replica-period`); `-1` when not linked.
+        last_io: i64,
     },
 }
 
@@ -73,6 +76,11 @@ impl RedisRole {
                         || number("master_link_down_since_seconds").is_some_and(|s| s >= 0)
                         || (was_primary && offset > 0),
                     offset,
+                    last_io: if link_up {
+                        number("master_last_io_seconds_ago").unwrap_or(-1)
+                    } else {
+                        -1
+                    },
                 })
             }
             _ => None,
@@ -197,7 +205,8 @@ mod tests {
                 primary_port: 6379,
                 link_up: true,
                 linked: true,
-                offset: 1240
+                offset: 1240,
+                last_io: 1,
             }
         );
         assert!(role.follows("10.88.1.1", 6379));

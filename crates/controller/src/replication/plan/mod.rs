@@ -9,7 +9,9 @@
 //! 3. A healthy primary (Ready, answering as a primary): every other reachable server is told to
 //!    replicate it, a server answering as a second primary included (fencing); replicas that follow
 //!    it are labelled replica.
-//! 4. A primary that is unreachable or not Ready is given `failoverAfter`; one whose pod is gone
+//! 4. A primary that is unreachable or not Ready is given `failoverAfter` (and one the operator
+//!    cannot read is not failed over while a replica heard from it within `failoverAfter`,
+//!    `heard_by`); one whose pod is gone
 //!    or whose redis-server died or restarted (its container is not running, or it answers fenced:
 //!    its data is lost either way) is replaced at once. First every server still on a stream is
 //!    cut off (fenced, keeping its data), the old primary too when it answers; the next pass
@@ -116,6 +118,24 @@ fn with_primary(
             event: None,
         };
     }
+    // Rule 4a: the controller's own reads failing is not the primary lost while a replica's
+    // link says it sent something within `failoverAfter`: the controller may be starved (a
+    // loaded node) or cut off from that pod alone. A frozen, dead or cut-off primary falls
+    // silent on every link too, within `failoverAfter` of the controller's last good read.
+    if primary.redis.is_none()
+        && !primary.process_gone
+        && let Some((witness, ago)) = heard_by(primary, &others, settings)
+    {
+        return Decision {
+            steps: Vec::new(),
+            primary: Some(primary.name.clone()),
+            health: Health::PrimaryUnhealthy(format!(
+                "primary {} does not answer the operator, but replica {witness} heard from it {ago}s ago: not failed over while its replicas hear it",
+                primary.name
+            )),
+            event: None,
+        };
+    }
     // Its redis-server died (the kubelet may take seconds to restart a container it restarted
     // before) or came back fenced and empty: nothing to wait for.
     let restarted =
@@ -149,6 +169,32 @@ fn with_primary(
         )
     };
     fail_over(Some(primary), live, all, settings, why)
+}
+
+/// A replica linked to `primary` that heard from it less than `failoverAfter` ago (the most
+/// recent), with how many seconds ago.
+fn heard_by<'a>(
+    primary: &Member,
+    others: &[&'a Member],
+    settings: &Settings,
+) -> Option<(&'a str, i64)> {
+    let ip = primary.ip.as_deref()?;
+    let within = i64::try_from(settings.failover_after.as_secs()).unwrap_or(i64::MAX);
+    others
+        .iter()
+        .filter_map(|m| match &m.redis {
+            Some(
+                role @ RedisRole::Replica {
+                    link_up: true,
+                    last_io,
+                    ..
+                },
+            ) if role.follows(ip, settings.port) && (0..within).contains(last_io) => {
+                Some((m.name.as_str(), *last_io))
+            }
+            _ => None,
+        })
+        .min_by_key(|(_, ago)| *ago)
 }
 
 /// Rule 5: a primary whose pod is about to go (scaled away or outdated) hands over to the most
