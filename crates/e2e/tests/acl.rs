@@ -99,6 +99,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         "spec": {
             "replicas": 3, "image": REDIS_IMAGE, "port": PORT, "mode": "Replication",
             "auth": {"secretRef": {"name": "guarded-auth"}},
+            "exporter": {"image": "localhost/redis-exporter:bed"},
             "acl": {"users": [
                 {"name": "reader", "rules": "~* +@read +ping",
                  "passwordSecretRef": {"name": "reader-pw"}},
@@ -114,6 +115,20 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         .context("creating the Redis")?;
     let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    // The exporter logs in as the operator's user and reads what it needs.
+    let pods: Api<Pod> = ns.api();
+    let metrics_url = format!("http://{}:9121/metrics", ip_of(&pods, &primary).await?);
+    wait_for("the exporter's redis_up 1", CONVERGE, || async {
+        let metrics = node::http_get(&metrics_url).await?;
+        match (
+            node::sample(&metrics, "redis_up"),
+            node::sample(&metrics, "redis_config_maxclients"),
+        ) {
+            (Some("1"), Some(_)) => Ok(()),
+            other => Err(format!("redis_up, redis_config_maxclients: {other:?}")),
+        }
+    })
+    .await?;
 
     // The reader reads and cannot write; the default user still logs in.
     wait_for(
@@ -201,7 +216,6 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         })
         .collect();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let pods: Api<Pod> = ns.api();
     pods.delete(&primary, &DeleteParams::default())
         .await
         .context(format!("deleting the primary {primary}"))?;

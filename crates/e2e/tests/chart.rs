@@ -1192,12 +1192,14 @@ async fn check_release(
             ],
             false,
         ),
-        // Secrets: read only (auth: the metadata watch and the password of a named Secret).
+        // Secrets: read (auth: the metadata watch and the password of a named Secret); create
+        // and update for spec.acl's `<name>-acl` only (the code writes no other, and never one
+        // it does not own); never patched or deleted (the garbage collector deletes it).
         (vec!["get", "secrets", "-n", ns.name()], true),
         (vec!["list", "secrets", "-n", other_ns], true),
         (vec!["watch", "secrets", "-n", other_ns], true),
-        (vec!["create", "secrets", "-n", other_ns], false),
-        (vec!["update", "secrets", "-n", other_ns], false),
+        (vec!["create", "secrets", "-n", other_ns], true),
+        (vec!["update", "secrets", "-n", other_ns], true),
         (vec!["patch", "secrets", "-n", other_ns], false),
         (vec!["delete", "secrets", "-n", other_ns], false),
         (vec!["get", "deployments.apps", "-n", ns.name()], false),
