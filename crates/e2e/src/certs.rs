@@ -82,3 +82,31 @@ pub fn redis_dns_names(redis: &str, namespace: &str) -> Vec<String> {
         format!("*.{redis}-headless.{namespace}.svc"),
     ]
 }
+
+impl TestCa {
+    /// `issued` and this CA as the controller reads them from the Secret.
+    pub fn material(&self, issued: &Issued) -> Result<controller::tls::material::Material, Error> {
+        let data: BTreeMap<String, Vec<u8>> = self
+            .secret_data(issued)
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        controller::tls::material::parse(&data).map_err(|e| Error::process("the test's Secret", e))
+    }
+
+    /// The controller's TLS client for the pods of Redis `redis` in `namespace` whose Secret
+    /// holds `issued` and this CA: what the tests' own clients (writers, checks) use.
+    pub fn client(
+        &self,
+        issued: &Issued,
+        redis: &str,
+        namespace: &str,
+    ) -> Result<controller::redis_server::TlsClient, Error> {
+        controller::tls::client_config(
+            &self.material(issued)?,
+            &[],
+            &api::tls::server_name(redis, namespace),
+        )
+        .map_err(|e| Error::process("the test's TLS client", e))
+    }
+}

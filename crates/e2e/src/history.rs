@@ -38,6 +38,95 @@ pub struct Writer {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// How the writers and the final check reach the Redis: its port, the login (an ACL user, or the
+/// default user with its password), and TLS (the controller's own client: the CA of the Redis's
+/// Secret, its certificate shown when asked, the name `<name>.<namespace>.svc` verified whatever
+/// IP is dialled).
+#[derive(Clone, Default)]
+pub struct Target {
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub tls: Option<controller::redis_server::TlsClient>,
+}
+
+impl Target {
+    /// Plaintext, the default user with `password` (None: no AUTH).
+    pub fn plain(port: u16, password: Option<String>) -> Self {
+        Target {
+            port,
+            password,
+            ..Target::default()
+        }
+    }
+
+    /// Sends `command` to `host` on a connection of its own: its reply, or why there is none.
+    pub async fn run(&self, host: &str, command: &redis::Cmd) -> Result<redis::Value, String> {
+        let mut link = self
+            .open(host)
+            .await
+            .ok_or_else(|| format!("no connection to {host} within 1s"))?;
+        command
+            .query_async(&mut link.con)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// A connection to `host` (1 s to connect, 2 s for each reply), and the task driving it.
+    async fn open(&self, host: &str) -> Option<Link> {
+        let mut settings = redis::RedisConnectionInfo::default();
+        if let Some(user) = &self.user {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = &self.password {
+            settings = settings.set_password(password);
+        }
+        let config =
+            redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(2)));
+        let opened = async {
+            let stream = tokio::net::TcpStream::connect((host, self.port))
+                .await
+                .ok()?;
+            let (con, driver) = match &self.tls {
+                None => {
+                    let (con, driver) = redis::aio::MultiplexedConnection::new_with_config(
+                        &settings, stream, config,
+                    )
+                    .await
+                    .ok()?;
+                    (con, tokio::spawn(driver))
+                }
+                Some(tls) => {
+                    let stream = tls.handshake(stream).await.ok()?;
+                    let (con, driver) = redis::aio::MultiplexedConnection::new_with_config(
+                        &settings, stream, config,
+                    )
+                    .await
+                    .ok()?;
+                    (con, tokio::spawn(driver))
+                }
+            };
+            Some(Link { con, driver })
+        };
+        tokio::time::timeout(Duration::from_secs(1), opened)
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+/// A connection and the task that drives it, stopped with it.
+struct Link {
+    con: redis::aio::MultiplexedConnection,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
 impl Writer {
     /// Starts writer `id` against `host:port` with `password` (None: no AUTH).
     pub fn start(
@@ -47,43 +136,25 @@ impl Writer {
         password: Option<String>,
         history: Arc<Mutex<History>>,
     ) -> Self {
-        Self::start_as(id, host, port, None, password, history)
+        Self::start_to(id, host, Target::plain(port, password), history)
     }
 
-    /// [`Writer::start`] logged in as ACL user `user` (None: the default user). The tests'
-    /// names and passwords need no escaping in a URL.
-    pub fn start_as(
-        id: u32,
-        host: String,
-        port: u16,
-        user: Option<String>,
-        password: Option<String>,
-        history: Arc<Mutex<History>>,
-    ) -> Self {
+    /// Starts writer `id` against `host` as `target` says.
+    pub fn start_to(id: u32, host: String, target: Target, history: Arc<Mutex<History>>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let task = tokio::spawn(async move {
-            let user = user.unwrap_or_default();
-            let url = match &password {
-                Some(password) => format!("redis://{user}:{password}@{host}:{port}/"),
-                None => format!("redis://{host}:{port}/"),
-            };
-            let Ok(client) = redis::Client::open(url) else {
-                return;
-            };
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(Duration::from_secs(1)))
-                .set_response_timeout(Some(Duration::from_secs(2)));
-            let mut connection: Option<(redis::aio::MultiplexedConnection, String)> = None;
+            let mut connection: Option<(Link, String)> = None;
             let mut n = 0u64;
             while !flag.load(Ordering::Relaxed) {
                 if connection.is_none() {
-                    connection = connect(&client, &config).await;
+                    connection = connect(&target, &host).await;
                 }
-                let Some((con, server)) = connection.as_mut() else {
+                let Some((link, server)) = connection.as_mut() else {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
+                let con = &mut link.con;
                 n += 1;
                 let key = format!("w{id}-{n}");
                 let sent = Instant::now();
@@ -127,24 +198,19 @@ impl Writer {
 
 /// A connection, and the address of the server it reached (through the Service's DNAT, the
 /// pod's own IP).
-async fn connect(
-    client: &redis::Client,
-    config: &redis::AsyncConnectionConfig,
-) -> Option<(redis::aio::MultiplexedConnection, String)> {
-    let mut con = client
-        .get_multiplexed_async_connection_with_config(config)
-        .await
-        .ok()?;
+async fn connect(target: &Target, host: &str) -> Option<(Link, String)> {
+    let mut link = target.open(host).await?;
     let info: String = redis::cmd("CLIENT")
         .arg("INFO")
-        .query_async(&mut con)
+        .query_async(&mut link.con)
         .await
         .ok()?;
     let laddr = info
         .split_whitespace()
         .find_map(|field| field.strip_prefix("laddr="))?;
     let (ip, _) = laddr.rsplit_once(':')?;
-    Some((con, ip.to_owned()))
+    let ip = ip.to_owned();
+    Some((link, ip))
 }
 
 /// Pairs of acknowledgements by two different pods whose (sent, acknowledged) intervals
@@ -176,26 +242,21 @@ pub async fn lost_on(
     password: &str,
     acks: &[Ack],
 ) -> Result<Vec<String>, Error> {
-    lost_on_as(host, port, "", password, acks).await
+    lost_on_target(host, &Target::plain(port, Some(password.to_owned())), acks).await
 }
 
-/// [`lost_on`], read as ACL user `user` ("": the default user).
-pub async fn lost_on_as(
+/// [`lost_on`], reaching `host` as `target` says.
+pub async fn lost_on_target(
     host: &str,
-    port: u16,
-    user: &str,
-    password: &str,
+    target: &Target,
     acks: &[Ack],
 ) -> Result<Vec<String>, Error> {
-    let process_error = |what: String, reason: String| Error::Process { what, reason };
-    let client = redis::Client::open(format!("redis://{user}:{password}@{host}:{port}/"))
-        .map_err(|e| process_error("redis client".into(), e.to_string()))?;
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
+    let mut link = target.open(host).await.ok_or_else(|| Error::Process {
+        what: format!("connecting to {host}"),
+        reason: "no connection and login within 1s".to_owned(),
+    })?;
     let written: Vec<(String, u64)> = acks.iter().map(|a| (a.key.clone(), a.value)).collect();
-    crate::node::missing_writes(&mut con, &written).await
+    crate::node::missing_writes(&mut link.con, &written).await
 }
 
 impl History {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::Redis;
-use e2e::history::{History, Writer, lost_on_as};
+use e2e::history::{History, Target, Writer, lost_on_target};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -203,17 +203,14 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
     // A failover with the default user off: the operator (its own user) and the replicas
     // (masteruser) still do their work, and no write acknowledged to `writer` is lost.
     let history = Arc::new(Mutex::new(History::default()));
+    let writer = Target {
+        port: PORT,
+        user: Some("writer".to_owned()),
+        password: Some("writer-1".to_owned()),
+        tls: None,
+    };
     let writers: Vec<Writer> = (0..2)
-        .map(|id| {
-            Writer::start_as(
-                id,
-                service.clone(),
-                PORT,
-                Some("writer".to_owned()),
-                Some("writer-1".to_owned()),
-                history.clone(),
-            )
-        })
+        .map(|id| Writer::start_to(id, service.clone(), writer.clone(), history.clone()))
         .collect();
     tokio::time::sleep(Duration::from_secs(2)).await;
     pods.delete(&primary, &DeleteParams::default())
@@ -230,7 +227,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
     let history = History::take(&history);
     let primary_pod = pods.get(&now).await.context("the primary")?;
     let ip = node::pod_ip(&primary_pod).unwrap_or_default().to_owned();
-    let lost = lost_on_as(&ip, PORT, "writer", "writer-1", &history.acks).await?;
+    let lost = lost_on_target(&ip, &writer, &history.acks).await?;
     eprintln!(
         "acl: {} writes acknowledged, {} not, {} lost",
         history.acks.len(),

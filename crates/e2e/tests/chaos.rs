@@ -6,6 +6,10 @@
 //! a standby mid-failover) and the API server; a checker reads the whole history at the end.
 //! The controllers run with leader election, as the chart runs them.
 //!
+//! The Redis runs as production users gate on it: TLS on its port, for replication and the
+//! operator (issue #22), and ACL users with the default user disabled; the writers log in as
+//! an ACL user over TLS, verifying the pods' certificate as the operator does.
+//!
 //! Checked: every acknowledged key is on the final primary with its value; no two pods
 //! acknowledged writes as primary at overlapping times; the Redis is Ready with every member
 //! linked after each fault. Counts per fault kind are printed; nothing is timed.
@@ -21,7 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
-use e2e::history::{History, Writer, lost_on, overlapping};
+use e2e::certs::{TestCa, redis_dns_names};
+use e2e::history::{History, Target, Writer, lost_on_target, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::operator::Controller;
 use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
@@ -34,6 +39,9 @@ use rand::{RngExt, SeedableRng};
 const NAME: &str = "cache";
 const PORT: u16 = 6379;
 const PASSWORD: &str = "chaos-password";
+/// The ACL user the writers log in as (the default user is disabled).
+const WRITER: &str = "writer";
+const WRITER_PASSWORD: &str = "chaos-writer-password";
 const FAILOVER_AFTER: Duration = Duration::from_secs(3);
 /// How long the Redis may take to be Ready with every member linked after a fault. The kubelet
 /// holds back the restart of a container killed again and again for up to 5 minutes (its
@@ -173,6 +181,8 @@ struct Bed {
     ns: TestNamespace,
     operator: e2e::operator::Operator,
     controllers_started: u32,
+    /// How the test reaches the pods (the writers' login, over TLS).
+    target: Target,
 }
 
 impl Bed {
@@ -217,12 +227,10 @@ impl Bed {
                     .unwrap_or_default()
                     .to_owned();
                 // The server exits before it answers: the error is the expected outcome.
-                let _ = node::redis_cli(
-                    &ip,
-                    PORT,
-                    &["-a", PASSWORD, "--no-auth-warning", "SHUTDOWN", "NOSAVE"],
-                )
-                .await;
+                let _ = self
+                    .target
+                    .run(&ip, redis::cmd("SHUTDOWN").arg("NOSAVE"))
+                    .await;
             }
             Fault::ContainerKill => {
                 let pid = redis_pid(&self.ns, primary).await?;
@@ -315,6 +323,16 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
 
     let (_cluster, ns, operator) = node::setup("chaos").await?;
     node::create_password_secret(&ns, "chaos-auth", PASSWORD).await?;
+    node::create_password_secret(&ns, "chaos-writer", WRITER_PASSWORD).await?;
+    let ca = TestCa::new("chaos CA")?;
+    let issued = ca.issue(&redis_dns_names(NAME, ns.name()))?;
+    node::put_secret(
+        &ns,
+        "chaos-tls",
+        Some("kubernetes.io/tls"),
+        ca.secret_data(&issued),
+    )
+    .await?;
     let spec = RedisSpec {
         replicas: Some(3),
         image: Some(REDIS_IMAGE.into()),
@@ -329,6 +347,23 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
                 key: None,
             },
         }),
+        tls: Some(api::TlsSpec {
+            secret_ref: api::TlsSecretRef {
+                name: "chaos-tls".into(),
+            },
+            ..api::TlsSpec::default()
+        }),
+        acl: Some(api::AclSpec {
+            default_user: Some(api::DefaultUser::Disabled),
+            users: vec![api::AclUser {
+                name: WRITER.into(),
+                rules: "~* +@all".into(),
+                password_secret_ref: SecretKeyRef {
+                    name: "chaos-writer".into(),
+                    key: None,
+                },
+            }],
+        }),
         ..RedisSpec::default()
     };
     let redis: Api<Redis> = ns.api();
@@ -341,16 +376,20 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     let history = Arc::new(Mutex::new(History::default()));
     let origin = std::time::Instant::now();
     let mut events: Vec<(std::time::Instant, String)> = Vec::new();
+    let target = Target {
+        port: PORT,
+        user: Some(WRITER.to_owned()),
+        password: Some(WRITER_PASSWORD.to_owned()),
+        tls: Some(ca.client(&issued, NAME, ns.name())?),
+    };
     let writers: Vec<Writer> = (0..2)
-        .map(|id| {
-            let password = Some(PASSWORD.to_owned());
-            Writer::start(id, service.clone(), PORT, password, history.clone())
-        })
+        .map(|id| Writer::start_to(id, service.clone(), target.clone(), history.clone()))
         .collect();
     let mut bed = Bed {
         ns,
         operator,
         controllers_started: 0,
+        target: target.clone(),
     };
     // The controllers lead by a Lease, as the chart runs them.
     bed.operator.controller.process.kill();
@@ -438,7 +477,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     let final_ip = node::pod_ip(&pod(&bed.ns, &primary).await?)
         .unwrap_or_default()
         .to_owned();
-    let lost = lost_on(&final_ip, PORT, PASSWORD, &history.acks).await?;
+    let lost = lost_on_target(&final_ip, &target, &history.acks).await?;
     history.write_jsonl(&recorded, origin, &events, &lost)?;
     let overlaps = overlapping(&history.acks);
     let servers: BTreeSet<&str> = history.acks.iter().map(|a| a.server.as_str()).collect();

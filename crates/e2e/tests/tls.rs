@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use api::Redis;
 use controller::redis_server::{Login, Server};
-use controller::tls::{client_config, material};
+use controller::tls::client_config;
 use e2e::certs::{Issued, TestCa, redis_dns_names};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
@@ -73,20 +73,11 @@ fn redis_with_tls(name: &str, spec: serde_json::Value) -> Result<Redis, Error> {
 
 /// The leaf certificate of `issued`, as the controller compares it.
 fn leaf_of(ca: &TestCa, issued: &Issued) -> Result<Vec<u8>, Error> {
-    let material = secret_material(ca, issued)?;
+    let material = ca.material(issued)?;
     Ok(material
         .leaf()
         .map(|c| c.as_ref().to_vec())
         .unwrap_or_default())
-}
-
-fn secret_material(ca: &TestCa, issued: &Issued) -> Result<material::Material, Error> {
-    let data: BTreeMap<String, Vec<u8>> = ca
-        .secret_data(issued)
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .collect();
-    material::parse(&data).map_err(|e| Error::process("the test's Secret", e))
 }
 
 fn condition(redis: &Redis, type_: &str) -> Option<(String, String)> {
@@ -182,7 +173,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     put_tls_secret(&ns, "secure-tls", &ca, &renewed).await?;
     let wanted = leaf_of(&ca, &renewed)?;
     let client = client_config(
-        &secret_material(&ca, &renewed)?,
+        &ca.material(&renewed)?,
         &[],
         &api::tls::server_name(NAME, ns.name()),
     )

@@ -99,10 +99,18 @@ pub async fn apply(
     let reference = redis.object_ref(&());
     if let Some((reason, note)) = &outcome.decision.event {
         tracing::info!(redis = %redis.name_any(), reason, note, "replication");
+        // The new primary's pod is the related object: the recorder folds Events of one key
+        // into a series that keeps its first note, so without it a later election of another
+        // pod would read as a repeat of the first ("r-0 is the primary", x2).
+        let related = outcome
+            .decision
+            .primary
+            .as_deref()
+            .map(|pod| pod_ref(Some(namespace), pod));
         publish(
             shell.recorder,
             &reference,
-            None,
+            related,
             EventType::Normal,
             reason,
             "Promote",
