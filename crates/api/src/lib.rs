@@ -18,9 +18,9 @@
 //! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli): [`tls`].
 //! - §3l ACL users (the operator's users, its Secret, the grammar of a user's rules): [`acl`].
 //!
-//! The modules form layers, each using only those below it: [`schema`]; then [`types`] (which
-//! holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s and [`acl`]'s spec types) and [`pods`]; [`defaults`]; [`validation`];
-//! [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
+//! The modules form layers, each using only those below it: [`schema`] and [`secret`]; then
+//! [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s and
+//! [`acl`]'s spec types) and [`pods`]; [`defaults`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod acl;
 pub mod crd;
@@ -29,6 +29,7 @@ pub mod exporter;
 pub mod network_policy;
 pub mod pods;
 pub mod schema;
+pub mod secret;
 pub mod shown;
 pub mod storage;
 pub mod tls;

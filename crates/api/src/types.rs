@@ -4,6 +4,7 @@
 //! accessors in [`crate::defaults`] give the effective value when it has not (webhook down).
 //! New fields (auth, persistence, replication, pod placement) are added as further `Option`s.
 
+pub use crate::secret::SecretKeyRef;
 use k8s_openapi::api::core::v1::{
     Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint,
 };
@@ -211,19 +212,6 @@ pub struct ReplicationSpec {
 pub struct AuthSpec {
     /// The Secret (in the Redis's namespace) and key holding the password.
     pub secret_ref: SecretKeyRef,
-}
-
-/// A key of a Secret in the same namespace.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SecretKeyRef {
-    /// Name of the Secret (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.').
-    #[schemars(length(min = 1))]
-    pub name: String,
-
-    /// Key in the Secret's data (letters, digits, '-', '_' and '.'). Defaults to "password".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
 }
 
 /// The PodDisruptionBudget of a Redis.

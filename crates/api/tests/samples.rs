@@ -33,6 +33,19 @@ fn the_tutorial_sample_is_valid_and_unchanged() {
 }
 
 /// Every YAML document of a sample file.
+/// The sample's Redis, and what the webhook says of its creation.
+fn the_redis(docs: &[Value]) -> (Redis, api::Verdict) {
+    let redis: Redis = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "Redis")
+            .cloned()
+            .expect("a Redis"),
+    )
+    .expect("Redis decodes");
+    let verdict = Policy::default().validate_create(&redis);
+    (redis, verdict)
+}
+
 fn documents(name: &str) -> Vec<Value> {
     let path = sample_path(name);
     let text =
@@ -168,14 +181,7 @@ fn the_persistence_sample_is_valid_quiet_and_keeps_scaled_down_data() {
 #[test]
 fn the_metrics_sample_is_valid_quiet_and_brings_its_secret() {
     let docs = documents("redis-metrics.yaml");
-    let redis: Redis = serde_json::from_value(
-        docs.iter()
-            .find(|d| d["kind"] == "Redis")
-            .cloned()
-            .expect("a Redis"),
-    )
-    .expect("Redis decodes");
-    let verdict = Policy::default().validate_create(&redis);
+    let (redis, verdict) = the_redis(&docs);
     assert!(verdict.allowed(), "{}", verdict.message());
     assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
     assert_eq!(redis.spec.exporter().map(|e| e.port()), Some(9121));
@@ -189,14 +195,7 @@ fn the_metrics_sample_is_valid_quiet_and_brings_its_secret() {
 #[test]
 fn the_tls_sample_is_valid_quiet_and_its_certificate_names_what_the_operator_checks() {
     let docs = documents("redis-tls.yaml");
-    let redis: Redis = serde_json::from_value(
-        docs.iter()
-            .find(|d| d["kind"] == "Redis")
-            .expect("a Redis")
-            .clone(),
-    )
-    .expect("Redis decodes");
-    let verdict = Policy::default().validate_create(&redis);
+    let (redis, verdict) = the_redis(&docs);
     assert!(verdict.allowed(), "{}", verdict.message());
     assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
     let tls = redis.spec.tls.as_ref().expect("spec.tls");
@@ -220,14 +219,7 @@ fn the_tls_sample_is_valid_quiet_and_its_certificate_names_what_the_operator_che
 #[test]
 fn the_acl_sample_is_valid_and_quiet() {
     let docs = documents("redis-acl.yaml");
-    let redis: Redis = serde_json::from_value(
-        docs.iter()
-            .find(|d| d["kind"] == "Redis")
-            .expect("a Redis")
-            .clone(),
-    )
-    .expect("Redis decodes");
-    let verdict = Policy::default().validate_create(&redis);
+    let (redis, verdict) = the_redis(&docs);
     assert!(verdict.allowed(), "{}", verdict.message());
     assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
     let acl = redis.spec.acl.as_ref().expect("spec.acl");

@@ -30,6 +30,30 @@ pub struct History {
     pub unacknowledged: u64,
 }
 
+impl History {
+    /// Prints `<label>: N writes acknowledged, M not, L lost`, and fails the test when too few
+    /// writes were acknowledged to judge (20 or fewer) or any of `lost` was.
+    pub fn assert_none_lost(&self, label: &str, lost: &[String]) {
+        eprintln!(
+            "{label}: {} writes acknowledged, {} not, {} lost",
+            self.acks.len(),
+            self.unacknowledged,
+            lost.len()
+        );
+        assert!(
+            self.acks.len() > 20,
+            "too few writes acknowledged to judge: {}",
+            self.acks.len()
+        );
+        assert!(
+            lost.is_empty(),
+            "{} acknowledged writes lost: {:?}",
+            lost.len(),
+            &lost[..lost.len().min(20)]
+        );
+    }
+}
+
 /// A writer of unique keys `w<id>-<n>` through `host`, each write followed by `WAIT 1 1000`;
 /// reconnects after any error. Each connection asks the server its own address (`CLIENT
 /// INFO`'s `laddr`), so each acknowledgement is attributed to a pod.

@@ -228,23 +228,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
     let primary_pod = pods.get(&now).await.context("the primary")?;
     let ip = node::pod_ip(&primary_pod).unwrap_or_default().to_owned();
     let lost = lost_on_target(&ip, &writer, &history.acks).await?;
-    eprintln!(
-        "acl: {} writes acknowledged, {} not, {} lost",
-        history.acks.len(),
-        history.unacknowledged,
-        lost.len()
-    );
-    assert!(
-        history.acks.len() > 20,
-        "too few writes acknowledged to judge: {}",
-        history.acks.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged writes lost: {:?}",
-        lost.len(),
-        &lost[..lost.len().min(20)]
-    );
+    history.assert_none_lost("acl", &lost);
     // The new pod (made after the users changed) started with them.
     let replaced = cli_as(
         &ip_of(&pods, &primary).await?,

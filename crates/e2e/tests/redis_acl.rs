@@ -8,18 +8,11 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use api::acl::{CATEGORIES, OPERATOR_USER, parse_rules};
+use api::acl::{CATEGORIES, OPERATOR_USER, RULES_REDIS_REFUSES, RULES_REDIS_TAKES, parse_rules};
 use controller::acl::users::{self, Passwords};
 use controller::redis_server::{Login, Server};
 use e2e::operator::free_port;
 use e2e::{Error, wait_for};
-
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
 
 /// A redis-server on 127.0.0.1 reading its config from stdin (as the pods' launcher starts
 /// it), killed when dropped.
@@ -40,7 +33,7 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| {
-                process_error(
+                Error::process(
                     "starting redis-server (hack/cluster/node/packages.sh installs it)",
                     e.to_string(),
                 )
@@ -48,10 +41,10 @@ impl RedisServer {
         let mut stdin = child
             .stdin
             .take()
-            .ok_or_else(|| process_error("redis-server's stdin", "not piped"))?;
+            .ok_or_else(|| Error::process("redis-server's stdin", "not piped"))?;
         stdin
             .write_all(config.as_bytes())
-            .map_err(|e| process_error("writing redis-server's config", e.to_string()))?;
+            .map_err(|e| Error::process("writing redis-server's config", e.to_string()))?;
         drop(stdin);
         Ok(RedisServer { port, child })
     }
@@ -124,34 +117,14 @@ async fn the_rules_the_webhook_takes_are_the_rules_redis_takes() -> Result<(), E
     let mut con = server
         .login(None, None)
         .await
-        .map_err(|e| process_error("connecting", e.to_string()))?;
-    for rules in [
-        "~cache:* +@read",
-        "on ~* &* +@all",
-        "%R~cache:* %W~out:* +get +set",
-        "%RW~x allchannels -@dangerous +client|setname +select|0 -config|set",
-        "resetkeys ~a allkeys",
-        "~a (~b +get) (%R~c +@read)",
-        "off ~app:* &news:* +@read +@write -flushall",
-        "",
-    ] {
-        let parsed = parse_rules(rules).map_err(|e| process_error(rules, e))?;
-        set_user(&mut con, &parsed.args)
-            .await
-            .map_err(|e| process_error(format!("redis-server refused {rules:?}"), e.to_string()))?;
+        .map_err(|e| Error::process("connecting", e.to_string()))?;
+    for rules in RULES_REDIS_TAKES {
+        let parsed = parse_rules(rules).map_err(|e| Error::process(rules, e))?;
+        set_user(&mut con, &parsed.args).await.map_err(|e| {
+            Error::process(format!("redis-server refused {rules:?}"), e.to_string())
+        })?;
     }
-    for rules in [
-        "~* ~cache:*",
-        "allkeys %R~x",
-        "&* &news",
-        "%X~a",
-        "%RR~a",
-        "%~a",
-        "+get|",
-        "+@",
-        "get",
-        "(~* ~a)",
-    ] {
+    for rules in RULES_REDIS_REFUSES {
         assert!(parse_rules(rules).is_err(), "the webhook takes {rules:?}");
         let words: Vec<String> = rules.split_whitespace().map(str::to_owned).collect();
         assert!(
@@ -163,7 +136,7 @@ async fn the_rules_the_webhook_takes_are_the_rules_redis_takes() -> Result<(), E
         .arg("CAT")
         .query_async(&mut con)
         .await
-        .map_err(|e| process_error("ACL CAT", e.to_string()))?;
+        .map_err(|e| Error::process("ACL CAT", e.to_string()))?;
     for category in CATEGORIES.iter().filter(|c| **c != "all") {
         assert!(
             served.iter().any(|s| s == category),
@@ -180,7 +153,7 @@ async fn the_rules_the_webhook_takes_are_the_rules_redis_takes() -> Result<(), E
 #[tokio::test]
 async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
     let acl = |value: serde_json::Value| -> Result<api::AclSpec, Error> {
-        serde_json::from_value(value).map_err(|e| process_error("acl", e.to_string()))
+        serde_json::from_value(value).map_err(|e| Error::process("acl", e.to_string()))
     };
     let reader = serde_json::json!({"name": "reader", "rules": "~* +@read +ping",
         "passwordSecretRef": {"name": "s"}});
@@ -191,8 +164,8 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
         ("reader".to_owned(), "reader-1".to_owned()),
         ("writer".to_owned(), "writer-1".to_owned()),
     ]);
-    let operator = users::generate().map_err(|e| process_error("password", e))?;
-    let replication = users::generate().map_err(|e| process_error("password", e))?;
+    let operator = users::generate().map_err(|e| Error::process("password", e))?;
+    let replication = users::generate().map_err(|e| Error::process("password", e))?;
     let built = |spec: &api::AclSpec, passwords: &HashMap<String, String>| {
         users::desired(
             spec,
@@ -203,7 +176,7 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
                 users: passwords,
             },
         )
-        .map_err(|e| process_error("users", e))
+        .map_err(|e| Error::process("users", e))
     };
     let server = RedisServer::start(&users::config_lines(&built(&first, &passwords)?))?;
     server.wait_up(Some(OPERATOR_USER), Some(&operator)).await?;
@@ -212,7 +185,7 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
     let mut reading = server
         .login(Some("reader"), Some("reader-1"))
         .await
-        .map_err(|e| process_error("reader's login", e.to_string()))?;
+        .map_err(|e| Error::process("reader's login", e.to_string()))?;
     let set: redis::RedisResult<()> = redis::cmd("SET")
         .arg("k")
         .arg("v")
@@ -226,7 +199,7 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
         .arg("k")
         .query_async(&mut reading)
         .await
-        .map_err(|e| process_error("reader's GET", e.to_string()))?;
+        .map_err(|e| Error::process("reader's GET", e.to_string()))?;
     assert_eq!(got, None);
     assert!(server.login(None, Some("default-pw")).await.is_ok());
 
@@ -254,7 +227,7 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
     operator_server
         .apply_users(&args, &replication)
         .await
-        .map_err(|e| process_error("applying the users", e.to_string()))?;
+        .map_err(|e| Error::process("applying the users", e.to_string()))?;
     assert!(server.login(Some("reader"), Some("reader-2")).await.is_ok());
     for (user, password) in [
         (Some("reader"), "reader-1"),
@@ -270,7 +243,7 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
     operator_server
         .observe()
         .await
-        .map_err(|e| process_error("the operator's read", e.to_string()))?;
+        .map_err(|e| Error::process("the operator's read", e.to_string()))?;
 
     // A user whose rules this server refuses: named, and the others applied all the same.
     let mut refused = wanted.clone();
@@ -288,7 +261,7 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
         let reader = third
             .iter()
             .find(|u| u.name == "reader")
-            .ok_or_else(|| process_error("reader", "not built"))?;
+            .ok_or_else(|| Error::process("reader", "not built"))?;
         slot.1 = reader.args.as_slice();
     }
     let outcome = operator_server

@@ -398,23 +398,7 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
     let primary = ns.api::<Pod>().get(&now).await.context("the primary")?;
     let ip = node::pod_ip(&primary).unwrap_or_default().to_owned();
     let lost = lost_on(&ip, PORT, PASSWORD, &history.acks).await?;
-    eprintln!(
-        "storage-restart: {} writes acknowledged, {} not, {} lost",
-        history.acks.len(),
-        history.unacknowledged,
-        lost.len()
-    );
-    assert!(
-        history.acks.len() > 20,
-        "too few writes acknowledged to judge: {}",
-        history.acks.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged writes lost: {:?}",
-        lost.len(),
-        &lost[..lost.len().min(20)]
-    );
+    history.assert_none_lost("storage-restart", &lost);
     Ok(())
 }
 

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use clap::{Parser, ValueEnum};
+use controller::redis_server::TlsClient;
 use e2e::bench::{ProfileArg, load_average, progress, secs};
+use e2e::certs::{TestCa, redis_dns_names};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::operator::Operator;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
@@ -70,6 +72,11 @@ struct Args {
     /// Pause of the writer between two writes, in milliseconds.
     #[arg(long, default_value_t = 5)]
     write_interval_ms: u64,
+
+    /// Serve the operator's Redis over TLS only (spec.tls, a CA of the benchmark's own): its
+    /// replication, the operator and the writer speak TLS. The sentinel parts stay plaintext.
+    #[arg(long)]
+    tls: bool,
 
     /// Skip the operator part.
     #[arg(long)]
@@ -309,7 +316,37 @@ fn median(sorted: &[Duration]) -> Option<Duration> {
 // ---------------------------------------------------------------------------------------------
 // Talking to redis-server
 
-async fn connect(host: &str, port: u16) -> Result<MultiplexedConnection, String> {
+/// A connection to `host:port`; over TLS with `tls` (the controller's own client: the Redis's CA,
+/// the name `<name>.<namespace>.svc` whatever the address).
+async fn connect(
+    host: &str,
+    port: u16,
+    tls: Option<&TlsClient>,
+) -> Result<MultiplexedConnection, String> {
+    if let Some(tls) = tls {
+        let config =
+            redis::AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+        let opened = async {
+            let stream = tokio::net::TcpStream::connect((host, port))
+                .await
+                .map_err(|e| e.to_string())?;
+            let stream = tls.handshake(stream).await.map_err(|e| e.to_string())?;
+            let (con, driver) = MultiplexedConnection::new_with_config(
+                &redis::RedisConnectionInfo::default(),
+                stream,
+                config,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            // It ends when the last handle of the connection is dropped.
+            tokio::spawn(driver);
+            Ok::<_, String>(con)
+        };
+        return tokio::time::timeout(CONNECT_TIMEOUT, opened)
+            .await
+            .map_err(|_| format!("connecting to {host}:{port}: no TLS connection in time"))?
+            .map_err(|e| format!("connecting to {host}:{port}: {e}"));
+    }
     let client = redis::Client::open(format!("redis://{host}:{port}/"))
         .map_err(|e| format!("{host}:{port}: {e}"))?;
     let config = redis::AsyncConnectionConfig::new()
@@ -339,14 +376,19 @@ async fn info_field(
 }
 
 /// The run_id of the redis-server at host:port (new at each start).
-async fn run_id(host: &str, port: u16) -> Result<String, String> {
-    let mut con = connect(host, port).await?;
+async fn run_id(host: &str, port: u16, tls: Option<&TlsClient>) -> Result<String, String> {
+    let mut con = connect(host, port, tls).await?;
     info_field(&mut con, "server", "run_id").await
 }
 
 /// The acknowledged keys that are not on host:port with their value.
-async fn missing(host: &str, port: u16, keys: &[u64]) -> Result<BTreeSet<u64>, String> {
-    let mut con = connect(host, port).await?;
+async fn missing(
+    host: &str,
+    port: u16,
+    tls: Option<&TlsClient>,
+    keys: &[u64],
+) -> Result<BTreeSet<u64>, String> {
+    let mut con = connect(host, port, tls).await?;
     let mut missing = BTreeSet::new();
     for chunk in keys.chunks(1000) {
         let names: Vec<String> = chunk.iter().map(|n| format!("k{n}")).collect();
@@ -370,8 +412,13 @@ async fn missing(host: &str, port: u16, keys: &[u64]) -> Result<BTreeSet<u64>, S
 /// Where the writer writes.
 #[derive(Clone, Debug)]
 enum Target {
-    /// One address: the `<name>` Service's ClusterIP, which follows the primary.
-    Direct { host: String, port: u16 },
+    /// One address: the `<name>` Service's ClusterIP, which follows the primary (over TLS with
+    /// `tls`).
+    Direct {
+        host: String,
+        port: u16,
+        tls: Option<TlsClient>,
+    },
     /// Ask the sentinels for the master (the first that answers), and check that it says it is
     /// one, as a sentinel-aware client does; ask again after any error.
     Sentinels { ports: Vec<u16> },
@@ -380,11 +427,14 @@ enum Target {
 impl Target {
     /// A connection to where writes go, and the run_id of the redis-server behind it.
     async fn connect(&self) -> Result<(MultiplexedConnection, Arc<str>), String> {
-        let (host, port) = match self {
-            Target::Direct { host, port } => (host.clone(), *port),
-            Target::Sentinels { ports } => master_from_sentinels(ports).await?,
+        let (host, port, tls) = match self {
+            Target::Direct { host, port, tls } => (host.clone(), *port, tls.as_ref()),
+            Target::Sentinels { ports } => {
+                let (host, port) = master_from_sentinels(ports).await?;
+                (host, port, None)
+            }
         };
-        let mut con = connect(&host, port).await?;
+        let mut con = connect(&host, port, tls).await?;
         if matches!(self, Target::Sentinels { .. }) {
             let role = info_field(&mut con, "replication", "role").await?;
             if role != "master" {
@@ -409,7 +459,7 @@ async fn master_from_sentinels(ports: &[u16]) -> Result<(String, u16), String> {
 }
 
 async fn sentinel_master(port: u16) -> Result<(String, u16), String> {
-    let mut con = connect("127.0.0.1", port).await?;
+    let mut con = connect("127.0.0.1", port, None).await?;
     let address: Option<Vec<String>> = redis::cmd("SENTINEL")
         .arg("get-master-addr-by-name")
         .arg(MASTER)
@@ -584,6 +634,22 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
     progress(format!("starting the operator for namespace {}", ns.name()));
     let operator = Operator::start(&cluster, &ns).await?;
     let redis: Api<Redis> = ns.api();
+    // --tls: a CA of the benchmark's own, its certificate in the Secret spec.tls names.
+    let tls = match args.tls {
+        false => None,
+        true => {
+            let ca = TestCa::new("bench-failover CA")?;
+            let issued = ca.issue(&redis_dns_names(NAME, ns.name()))?;
+            node::put_secret(
+                &ns,
+                "bench-tls",
+                Some("kubernetes.io/tls"),
+                ca.secret_data(&issued),
+            )
+            .await?;
+            Some(ca.client(&issued, NAME, ns.name())?)
+        }
+    };
     let spec = RedisSpec {
         replicas: Some(3),
         image: Some(REDIS_IMAGE.into()),
@@ -591,6 +657,12 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
         replication: Some(ReplicationSpec {
             failover_after: Some(args.failover_after.clone()),
             ..ReplicationSpec::default()
+        }),
+        tls: tls.as_ref().map(|_| api::TlsSpec {
+            secret_ref: api::TlsSecretRef {
+                name: "bench-tls".into(),
+            },
+            ..api::TlsSpec::default()
         }),
         ..RedisSpec::default()
     };
@@ -600,11 +672,16 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
         .context(format!("creating Redis {NAME}"))?;
     let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = service_ip(&ns).await?;
-    let mut part = Part::new(format!("redis-operator, primary's {}", kill.describe()));
+    let over = if tls.is_some() { ", over TLS" } else { "" };
+    let mut part = Part::new(format!(
+        "redis-operator{over}, primary's {}",
+        kill.describe()
+    ));
     let writer = Writer::start(
         Target::Direct {
             host: service,
             port: PORT,
+            tls: tls.clone(),
         },
         Duration::from_millis(args.write_interval_ms),
     );
@@ -612,12 +689,23 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
     let pods: Api<Pod> = ns.api();
     let (primary, missing_before) = part
         .run_rounds(args.rounds, primary, async |primary, missing_before| {
-            operator_round(kill, &pods, &ns, &writer, primary, missing_before).await
+            operator_round(
+                kill,
+                &pods,
+                &ns,
+                &writer,
+                tls.as_ref(),
+                primary,
+                missing_before,
+            )
+            .await
         })
         .await;
     let (acked, failed) = writer.stop().await;
     let lost = match primary_ip(&pods, &primary).await {
-        Ok(ip) => missing(&ip, PORT, &acked).await.map(|m| m.len()),
+        Ok(ip) => missing(&ip, PORT, tls.as_ref(), &acked)
+            .await
+            .map(|m| m.len()),
         Err(e) => Err(e),
     };
     part.finish(&primary, acked.len(), lost, missing_before.len(), failed);
@@ -640,6 +728,7 @@ async fn operator_round(
     pods: &Api<Pod>,
     ns: &TestNamespace,
     writer: &Writer,
+    tls: Option<&TlsClient>,
     primary: &str,
     missing_before: &BTreeSet<u64>,
 ) -> Result<(Round, String, BTreeSet<u64>), Error> {
@@ -648,7 +737,7 @@ async fn operator_round(
         .await
         .context(format!("reading {primary}"))?;
     let ip = node::pod_ip(&victim).unwrap_or_default().to_owned();
-    let victim_id = run_id(&ip, PORT)
+    let victim_id = run_id(&ip, PORT, tls)
         .await
         .map_err(|e| Error::process(format!("run_id of {primary}"), e))?;
     let pid = match kill {
@@ -686,7 +775,7 @@ async fn operator_round(
     let ip = primary_ip(pods, &next)
         .await
         .map_err(|e| Error::process("the new primary", e))?;
-    let missing_now = missing(&ip, PORT, &keys)
+    let missing_now = missing(&ip, PORT, tls, &keys)
         .await
         .map_err(|e| Error::process("checking acknowledged writes", e))?;
     let round = Round {
@@ -909,7 +998,7 @@ impl SentinelBed {
                         return Err(format!("sentinels disagree: {master:?} vs {m}"));
                     }
                     master = Some(m);
-                    let mut con = connect("127.0.0.1", *port).await?;
+                    let mut con = connect("127.0.0.1", *port, None).await?;
                     let replicas = sentinel_list(&mut con, "replicas").await?;
                     let healthy = replicas
                         .iter()
@@ -930,7 +1019,7 @@ impl SentinelBed {
                 if Some(master) == not {
                     return Err(format!("the master is still {master}"));
                 }
-                let mut con = connect("127.0.0.1", master).await?;
+                let mut con = connect("127.0.0.1", master, None).await?;
                 let info: String = redis::cmd("INFO")
                     .arg("replication")
                     .query_async(&mut con)
@@ -993,7 +1082,9 @@ async fn sentinel_part(args: &Args, down_after: Duration, restart: Restart) -> R
         })
         .await;
     let (acked, failed) = writer.stop().await;
-    let lost = missing("127.0.0.1", master, &acked).await.map(|m| m.len());
+    let lost = missing("127.0.0.1", master, None, &acked)
+        .await
+        .map(|m| m.len());
     part.finish(
         &format!("127.0.0.1:{master}"),
         acked.len(),
@@ -1013,7 +1104,7 @@ async fn sentinel_round(
     missing_before: &BTreeSet<u64>,
 ) -> Result<(Round, u16, BTreeSet<u64>), Error> {
     let victim = bed.index_of(master)?;
-    let victim_id = run_id("127.0.0.1", master)
+    let victim_id = run_id("127.0.0.1", master, None)
         .await
         .map_err(|e| Error::process(format!("run_id of 127.0.0.1:{master}"), e))?;
     progress(format!("killing the master 127.0.0.1:{master}"));
@@ -1042,7 +1133,7 @@ async fn sentinel_round(
     };
     let next = bed.wait_replicating(not).await?;
     let keys = writer.acked_keys();
-    let missing_now = missing("127.0.0.1", next, &keys)
+    let missing_now = missing("127.0.0.1", next, None, &keys)
         .await
         .map_err(|e| Error::process("checking acknowledged writes", e))?;
     let round = Round {
