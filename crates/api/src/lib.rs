@@ -17,12 +17,16 @@
 //! - §3j who may reach the pods (the NetworkPolicy's settings): [`network_policy`].
 //! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli): [`tls`].
 //! - §3l ACL users (the operator's users, its Secret, the grammar of a user's rules): [`acl`].
+//! - §3m Redis's own configuration (the directives, their values, live or restart, the derived
+//!   maxmemory): [`config`].
+//! - §3n how clients reach a Redis (its client Service's type and settings): [`service`].
 //!
 //! The modules form layers, each using only those below it: [`schema`] and [`secret`]; then
-//! [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s and
-//! [`acl`]'s spec types) and [`pods`]; [`defaults`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
+//! [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s,
+//! [`acl`]'s and [`service`]'s spec types) and [`pods`]; [`defaults`] and [`config`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod acl;
+pub mod config;
 pub mod crd;
 pub mod defaults;
 pub mod exporter;
@@ -30,6 +34,7 @@ pub mod network_policy;
 pub mod pods;
 pub mod schema;
 pub mod secret;
+pub mod service;
 pub mod shown;
 pub mod storage;
 pub mod tls;

@@ -137,6 +137,19 @@ pub struct RedisSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acl: Option<crate::acl::AclSpec>,
 
+    /// redis.conf directives of redis-server, by name, e.g. `maxmemory-policy: allkeys-lru`, `notify-keyspace-events: Ex`, `save: ""`. Names and values as Redis 7.0 reads them; the directives the operator sets itself (port, tls-*, replicaof, requirepass, masterauth, dir, bind, ...) are refused. Directives redis-server takes at run time are set on the running pods with CONFIG SET, without a restart; the few it reads only at start (databases, io-threads, ...) replace the pods one at a time, switching over first. A directive removed goes back to Redis's default. Not set: Redis's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<BTreeMap<String, String>>,
+
+    /// The redis container's memory limit share that `maxmemory` gets when config sets no maxmemory, in percent (1..100): the rest is room for a fork's copy-on-write (BGSAVE, a replica's full sync), buffers and fragmentation, so Redis evicts or refuses writes by its maxmemory-policy instead of being killed by the kernel. Without a memory limit nothing is derived. Defaults to 80.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_memory_percent_of_limit: Option<i32>,
+
+    /// How clients reach the Redis: the type (ClusterIP, NodePort, LoadBalancer), annotations, loadBalancerSourceRanges and externalTrafficPolicy of its client Service `<name>` (every pod in Standalone mode, the primary in Replication mode). Not set: a ClusterIP Service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<crate::service::ServiceSettings>,
+
     /// Node labels a node must have for the pods to run on it (the pods' nodeSelector), e.g. `disktype: ssd`. Keys and values must be valid label keys and values. Not set: any node. A change replaces the pods one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,

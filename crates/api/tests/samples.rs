@@ -135,6 +135,12 @@ fn each_invalid_sample_is_refused_for_the_reason_its_comment_gives() {
             "must be a number >= 0 or a percentage between \"0%\" and \"100%\", got \"150%\"",
             "spec.podDisruptionBudget.maxUnavailable: must be a number >= 0 or a percentage between \"0%\" and \"100%\", got \"150%\"",
         ),
+        (
+            "invalid/config-directive-the-operator-sets.yaml",
+            "spec.config[requirepass]",
+            "is set by the operator: the password is spec.auth's (or spec.acl's users)",
+            "spec.config[requirepass]: is set by the operator: the password is spec.auth's (or spec.acl's users)",
+        ),
     ] {
         let verdict = Policy::default().validate_create(&load(file));
         assert_eq!(verdict.violations.len(), 1, "{file}: {}", verdict.message());
@@ -232,4 +238,21 @@ fn the_acl_sample_is_valid_and_quiet() {
             user.name
         );
     }
+}
+
+#[test]
+fn the_config_sample_is_valid_quiet_and_derives_maxmemory_from_its_limit() {
+    let docs = documents("redis-config.yaml");
+    let (redis, verdict) = the_redis(&docs);
+    assert!(verdict.allowed(), "{}", verdict.message());
+    assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+    let settings: Vec<(&str, String)> = api::config::settings(&redis.spec)
+        .into_iter()
+        .map(|s| (s.name, s.value))
+        .collect();
+    assert!(
+        settings.contains(&("maxmemory", (256u64 * 1024 * 1024 * 80 / 100).to_string())),
+        "{settings:?}"
+    );
+    assert_eq!(settings.len(), 4, "{settings:?}");
 }

@@ -41,6 +41,9 @@ pub struct CachedPod {
     pub evicted_by_taint: bool,
     /// `status.containerStatuses`, in order.
     pub containers: Vec<CachedContainer>,
+    /// The redis.conf directives the redis container was started with (`--name` options of its
+    /// args; DESIGN §3m): a live one the spec no longer sets is set back to its default.
+    pub start_config: Vec<&'static str>,
 }
 
 /// What the cache keeps of a container's status.
@@ -48,6 +51,8 @@ pub struct CachedPod {
 pub struct CachedContainer {
     pub name: String,
     pub image: String,
+    /// `restartCount`: a restarted redis-server runs its start options again.
+    pub restart_count: i32,
     /// `None`: the kubelet reported no state.
     pub state: Option<CachedState>,
 }
@@ -65,8 +70,19 @@ impl CachedPod {
     /// Keeps of `pod` what the controller reads.
     pub fn from_pod(pod: Pod) -> Self {
         let Pod {
-            metadata, status, ..
+            metadata,
+            spec,
+            status,
         } = pod;
+        let start_config = spec
+            .and_then(|s| {
+                s.containers
+                    .into_iter()
+                    .find(|c| c.name == crate::pods::build::CONTAINER)
+            })
+            .and_then(|c| c.args)
+            .map(|args| api::config::start_names(&args))
+            .unwrap_or_default();
         let spec_hash = metadata
             .annotations
             .and_then(|mut a| a.remove(crate::pods::build::SPEC_HASH_ANNOTATION));
@@ -103,6 +119,7 @@ impl CachedPod {
                 .into_iter()
                 .map(CachedContainer::from_status)
                 .collect(),
+            start_config,
         }
     }
 
@@ -136,6 +153,7 @@ impl CachedContainer {
         CachedContainer {
             name: c.name,
             image: c.image,
+            restart_count: c.restart_count,
             state: c.state.map(
                 |ContainerState {
                      running, waiting, ..
@@ -207,7 +225,11 @@ mod tests {
                 "finalizers": ["f"], "generateName": "r-",
                 "managedFields": [{"manager": "m", "operation": "Update"}],
             },
-            "spec": {"containers": [{"name": "redis", "image": "redis:7"}]},
+            "spec": {"containers": [
+                {"name": "redis", "image": "redis:7",
+                 "args": ["--maxmemory-policy", "allkeys-lru", "--port", "6379", "--nope", "x"]},
+                {"name": "exporter", "image": "e", "args": ["--save", ""]},
+            ]},
             "status": {
                 "phase": "Running", "podIP": "10.0.0.1", "hostIP": "192.168.0.1",
                 "reason": "r", "message": "m", "qosClass": "BestEffort",
@@ -249,11 +271,17 @@ mod tests {
             vec![CachedContainer {
                 name: "redis".into(),
                 image: "redis:7".into(),
+                restart_count: 2,
                 state: Some(CachedState {
                     running: true,
                     waiting: None
                 }),
             }]
+        );
+        assert_eq!(
+            cached.start_config,
+            ["maxmemory-policy", "port"],
+            "the redis container's directives only"
         );
     }
 

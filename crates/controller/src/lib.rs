@@ -11,6 +11,7 @@
 //! - [`tls`]: the TLS Secret, the controller's TLS client, the live certificate reload (§3k).
 //! - [`acl`]: ACL users: the operator's own users and Secret, every user set live on the pods
 //!   (§3l).
+//! - [`config`]: Redis's own configuration: the directives set live on the pods (§3m).
 //! - [`replication`]: roles, failover and switchover in Replication mode (§3b, §9).
 //! - [`redis_server`]: the one client of the pods' redis-servers.
 //! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, Events, conditions,
@@ -24,6 +25,7 @@ pub mod auth;
 pub mod cached;
 pub mod children;
 pub mod cli;
+pub mod config;
 mod error;
 #[cfg(test)]
 mod fixtures;

@@ -18,6 +18,7 @@ mod cluster;
 mod crd;
 mod error;
 pub mod history;
+pub mod local_redis;
 mod namespace;
 pub mod node;
 pub mod operator;

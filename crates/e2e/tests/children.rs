@@ -469,3 +469,80 @@ async fn a_redis_never_takes_over_a_service_or_pdb_it_does_not_own() -> Result<(
     );
     Ok(())
 }
+
+/// `spec.service.type: NodePort`: the client Service gets a node port, and redis-cli reaches
+/// Redis on the pod's node IP at that port (kube-proxy's NodePort rules); back to ClusterIP, the
+/// node port is gone and the Service still routes.
+#[tokio::test]
+async fn a_node_port_service_is_reachable_on_the_node_ip() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("children-nodeport").await?;
+    let redis = create_redis(&ns, "exposed", 1, 6379).await?;
+    let redises: Api<Redis> = ns.api();
+    redises
+        .patch(
+            "exposed",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                serde_json::json!({"spec": {"service": {"type": "NodePort"}}}),
+            ),
+        )
+        .await
+        .context("asking for a NodePort Service")?;
+    let pods = wait_ready_pods(&ns, "exposed", 1).await?;
+    let host_ip = pods
+        .first()
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.host_ip.clone())
+        .ok_or_else(|| Error::process("the pod's node IP", "none"))?;
+    let services: Api<Service> = ns.api();
+    let node_port = wait_for("a node port on Service exposed", CONVERGE, || async {
+        let service = services.get("exposed").await.map_err(seen)?;
+        let spec = service.spec.unwrap_or_default();
+        match (
+            spec.type_.as_deref(),
+            spec.ports
+                .unwrap_or_default()
+                .first()
+                .and_then(|p| p.node_port),
+        ) {
+            (Some("NodePort"), Some(port)) => Ok(port),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await?;
+    let port = u16::try_from(node_port).map_err(|e| Error::process("the node port", e))?;
+    wait_for(&format!("PONG on {host_ip}:{port}"), CONVERGE, || async {
+        match node::redis_cli(&host_ip, port, &["PING"]).await? {
+            pong if pong == "PONG" => Ok(()),
+            other => Err(format!("answered {other:?}")),
+        }
+    })
+    .await?;
+
+    redises
+        .patch(
+            "exposed",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"service": null}})),
+        )
+        .await
+        .context("back to ClusterIP")?;
+    let service = wait_for("Service exposed back to ClusterIP", CONVERGE, || async {
+        let service = services.get("exposed").await.map_err(seen)?;
+        let spec = service.spec.clone().unwrap_or_default();
+        let node_ports: Vec<i32> = spec
+            .ports
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.node_port)
+            .collect();
+        match spec.type_.as_deref() {
+            Some("ClusterIP") if node_ports.is_empty() => Ok(service),
+            other => Err(format!("{other:?}, node ports {node_ports:?}")),
+        }
+    })
+    .await?;
+    assert!(controlled_by(&service, &redis));
+    ping_through(&service, 6379).await?;
+    Ok(())
+}

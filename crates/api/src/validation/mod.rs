@@ -24,10 +24,15 @@
 //!   cannot) connect (§3j).
 //! - `tls`: `spec.tls`'s Secret name and plaintext port, with the plaintext port's warning (§3k).
 //! - `acl`: `spec.acl`'s users (names, rules, password Secrets), with their warnings (§3l).
+//! - `config`: `spec.config`'s directives and `spec.maxMemoryPercentOfLimit`, with the warnings
+//!   about maxmemory and the memory limit (§3m).
+//! - `service`: `spec.service`'s annotations, CIDRs, and the settings only some types take
+//!   (§3n).
 //! - `syntax`: the syntax of Kubernetes names, label keys and values, which the others check.
 
 mod acl;
 mod auth;
+mod config;
 mod exporter;
 mod image;
 mod meta;
@@ -35,6 +40,7 @@ mod network_policy;
 mod pdb;
 mod placement;
 mod replication;
+mod service;
 mod storage;
 mod syntax;
 mod tls;
@@ -208,6 +214,8 @@ impl Policy {
         violations.extend(network_policy::network_policy_violations(spec));
         violations.extend(tls::tls_violations(spec, lowest));
         violations.extend(acl::acl_violations(spec));
+        violations.extend(config::config_violations(spec));
+        violations.extend(service::service_violations(spec));
         violations
     }
 
@@ -268,6 +276,8 @@ fn warnings(redis: &Redis, parsed: &ParsedImage) -> Vec<String> {
     warnings.extend(network_policy::network_policy_warnings(spec));
     warnings.extend(tls::tls_warnings(spec));
     warnings.extend(acl::acl_warnings(spec));
+    warnings.extend(config::config_warnings(spec));
+    warnings.extend(service::service_warnings(spec));
     warnings
 }
 

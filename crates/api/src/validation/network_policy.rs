@@ -100,10 +100,10 @@ fn ip_block_violations(field: &str, block: &IPBlock, out: &mut Vec<Violation>) {
 }
 
 /// An address and a prefix length.
-type Cidr = (IpAddr, u8);
+pub(super) type Cidr = (IpAddr, u8);
 
 /// `address/prefix`, IPv4 or IPv6, the prefix within the address's bits.
-fn parse_cidr(text: &str) -> Result<Cidr, String> {
+pub(super) fn parse_cidr(text: &str) -> Result<Cidr, String> {
     let wrong = || {
         format!(
             "must be a CIDR such as 10.0.0.0/16 or fd00::/64, got \"{}\"",

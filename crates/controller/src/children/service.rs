@@ -1,10 +1,12 @@
 //! The Services of a Redis (DESIGN §3): `<name>` for clients (every pod in Standalone, the
 //! primary in Replication), `<name>-replicas` and `<name>-headless` in Replication; built, and
-//! compared with the cache on only the fields the controller sets. Pure.
+//! compared with the cache on only the fields the controller sets. The client Service takes
+//! `spec.service`'s type and settings (§3n). Pure.
 
 use super::meta::{metadata, metadata_differs};
 use api::exporter::{METRICS_PORT_NAME, SCRAPE_LABEL};
 use api::pods::{ROLE_PRIMARY, ROLE_REPLICA, role_selector, selector_labels};
+use api::service::{ServiceSettings, ServiceType};
 use api::{Mode, Redis};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -101,10 +103,31 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
             labels.insert(SCRAPE_LABEL.to_owned(), "true".to_owned());
         }
     }
+    // The client Service's settings (§3n), with a digest of them in an annotation of the
+    // operator's: a setting removed from the spec (an annotation, the traffic policy) is then
+    // seen as a difference, and the apply drops it.
+    let settings = match kind {
+        ServiceKind::Client => redis.spec.service.as_ref(),
+        _ => None,
+    };
+    let type_ = settings.map_or(ServiceType::ClusterIP, ServiceSettings::type_);
+    if let Some(settings) = settings {
+        let mut annotations = settings.annotations.clone().unwrap_or_default();
+        annotations.retain(|k, _| !api::pods::is_operator_annotation(k));
+        annotations.insert(SETTINGS_ANNOTATION.to_owned(), settings_digest(settings));
+        metadata.annotations = Some(annotations);
+    }
     Some(Service {
         metadata,
         spec: Some(ServiceSpec {
-            type_: Some("ClusterIP".to_owned()),
+            type_: Some(type_.as_str().to_owned()),
+            load_balancer_source_ranges: settings
+                .filter(|_| type_ == ServiceType::LoadBalancer)
+                .and_then(|s| s.load_balancer_source_ranges.clone()),
+            external_traffic_policy: settings
+                .filter(|_| type_ != ServiceType::ClusterIP)
+                .and_then(|s| s.external_traffic_policy)
+                .map(|p| p.as_str().to_owned()),
             // Headless: DNS answers with the pod IPs, and keeps a name for a pod that is not
             // Ready yet (a replica syncing from the primary must be reachable by name).
             cluster_ip: headless.then(|| "None".to_owned()),
@@ -115,6 +138,20 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
         }),
         status: None,
     })
+}
+
+/// The annotation holding a digest of the client Service's settings (`spec.service`).
+pub const SETTINGS_ANNOTATION: &str = "myapp.tangx.in/service-settings";
+
+/// A short, stable digest of `settings` (its JSON, maps in key order).
+fn settings_digest(settings: &ServiceSettings) -> String {
+    use sha2::{Digest, Sha256};
+    let json = serde_json::to_vec(settings).unwrap_or_default();
+    Sha256::digest(&json)
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The parts of a port the controller sets (the API server adds a nodePort to other types).
@@ -148,7 +185,16 @@ pub fn service_differs(desired: &Service, current: Option<&Service>) -> bool {
     };
     // Optional fields compare only when we set them.
     let set_differs = |want: &Option<String>, have: &Option<String>| want.is_some() && want != have;
+    // Our settings' digest, present or absent as we want it (the annotations it stands for
+    // follow it).
+    let digest = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(SETTINGS_ANNOTATION))
+            .cloned()
+    };
     metadata_differs(&desired.metadata, &current.metadata)
+        || digest(&desired.metadata) != digest(&current.metadata)
         || set_differs(&want.type_, &have.type_)
         || set_differs(&want.cluster_ip, &have.cluster_ip)
         || (want.publish_not_ready_addresses.is_some()
@@ -167,6 +213,9 @@ pub fn strip_service(service: &mut Service) {
         service.spec = Some(ServiceSpec {
             type_: spec.type_,
             cluster_ip: spec.cluster_ip,
+            // For the e2e tests and `kubectl`-like readers of the cache: what the settings set.
+            load_balancer_source_ranges: spec.load_balancer_source_ranges,
+            external_traffic_policy: spec.external_traffic_policy,
             publish_not_ready_addresses: spec.publish_not_ready_addresses,
             selector: spec.selector,
             ports: spec.ports,

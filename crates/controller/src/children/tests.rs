@@ -393,3 +393,78 @@ fn a_tls_plaintext_port_is_on_every_service_and_admitted_by_the_policy() {
         json!([{"port": 7000, "protocol": "TCP"}, {"port": 7001, "protocol": "TCP"}])
     );
 }
+
+#[test]
+fn the_client_service_takes_spec_service_and_only_it_does() {
+    let r = redis(json!({
+        "mode": "Replication", "replicas": 3,
+        "service": {
+            "type": "LoadBalancer",
+            "annotations": {"service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+                            "myapp.tangx.in/sneaky": "x"},
+            "loadBalancerSourceRanges": ["203.0.113.0/24"],
+            "externalTrafficPolicy": "Local"
+        }
+    }));
+    let desired = desired_default(&r).expect("desired");
+    let client = &desired.services[0];
+    let spec = client.spec.as_ref().expect("spec");
+    assert_eq!(spec.type_.as_deref(), Some("LoadBalancer"));
+    assert_eq!(
+        spec.load_balancer_source_ranges.as_deref(),
+        Some(&["203.0.113.0/24".to_owned()][..])
+    );
+    assert_eq!(spec.external_traffic_policy.as_deref(), Some("Local"));
+    let annotations = client.annotations();
+    assert_eq!(
+        annotations
+            .get("service.beta.kubernetes.io/aws-load-balancer-internal")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert!(!annotations.contains_key("myapp.tangx.in/sneaky"));
+    assert!(annotations.contains_key(SETTINGS_ANNOTATION));
+    for other in &desired.services[1..] {
+        let spec = other.spec.as_ref().expect("spec");
+        assert_eq!(
+            spec.type_.as_deref(),
+            Some("ClusterIP"),
+            "{}",
+            other.name_any()
+        );
+        assert!(other.metadata.annotations.is_none());
+    }
+}
+
+#[test]
+fn a_changed_or_removed_setting_is_a_difference_and_the_api_server_s_additions_are_not() {
+    let with = |service: serde_json::Value| {
+        desired_default(&redis(json!({ "service": service })))
+            .expect("desired")
+            .services
+            .remove(0)
+    };
+    let node_port = with(json!({"type": "NodePort", "externalTrafficPolicy": "Local"}));
+    // As the cache keeps it after the API server filled it in.
+    let mut stored = node_port.clone();
+    if let Some(spec) = stored.spec.as_mut() {
+        spec.cluster_ip = Some("10.96.0.7".into());
+        for port in spec.ports.iter_mut().flatten() {
+            port.node_port = Some(31234);
+        }
+    }
+    strip_service(&mut stored);
+    assert!(!service_differs(&node_port, Some(&stored)));
+    // The policy removed: the digest differs, so the apply that drops it happens.
+    let without = with(json!({"type": "NodePort"}));
+    assert!(service_differs(&without, Some(&stored)));
+    // spec.service removed altogether: back to ClusterIP without the digest.
+    let plain = desired_default(&redis(json!({})))
+        .expect("desired")
+        .services
+        .remove(0);
+    assert!(service_differs(&plain, Some(&stored)));
+    let annotated = with(json!({"annotations": {"a.example/x": "1"}}));
+    let reannotated = with(json!({"annotations": {"a.example/x": "2"}}));
+    assert!(service_differs(&reannotated, Some(&annotated)));
+}

@@ -109,7 +109,20 @@ fn acl_launcher() -> Vec<String> {
 
 /// The pod spec every pod of Redis `name` runs (the same for all ordinals).
 pub fn pod_spec(name: &str, spec: &RedisSpec) -> PodSpec {
+    build_pod_spec(name, spec, false)
+}
+
+/// The pod spec as [`pod_hash`] covers it: without the `spec.config` directives redis-server
+/// takes live (§3m), which the controller sets on the running pods instead of replacing them.
+pub fn hashed_pod_spec(name: &str, spec: &RedisSpec) -> PodSpec {
+    build_pod_spec(name, spec, true)
+}
+
+fn build_pod_spec(name: &str, spec: &RedisSpec, restart_only: bool) -> PodSpec {
     let port = spec.port();
+    // Redis's own configuration (§3m), first: the operator's options after it win, should a
+    // directive it owns be stored while the webhook was away (`settings` leaves those out too).
+    let config = api::config::start_args(&api::config::settings(spec), restart_only);
     // TLS (§3k): spec.port serves TLS (`--tls-port`), and `--port` only the plaintext port if
     // asked for (else 0: none).
     let listen = match &spec.tls {
@@ -117,6 +130,7 @@ pub fn pod_spec(name: &str, spec: &RedisSpec) -> PodSpec {
         None => vec!["--port".to_owned(), port.to_string()],
     };
     let mut args = [
+        config,
         listen,
         vec![
             // Protected mode refuses every client but loopback when no password is set; the

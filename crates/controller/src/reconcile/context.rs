@@ -8,7 +8,7 @@ use crate::k8s::FIELD_MANAGER;
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
 use crate::network_policy::OperatorPods;
-use crate::{acl, auth, children, replication, tls};
+use crate::{acl, auth, children, config, replication, tls};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::Recorder;
@@ -39,6 +39,8 @@ pub struct Context {
     pub tls: tls::State,
     /// The users given to each pod of a Redis with ACL users (see `acl`).
     pub acl: acl::State,
+    /// The live settings given to each pod of a Redis with configuration (see `config`).
+    pub config: config::State,
 }
 
 impl Context {
@@ -61,6 +63,7 @@ impl Context {
             auth: auth::State::default(),
             tls: tls::State::default(),
             acl: acl::State::default(),
+            config: config::State::default(),
         }
     }
 
@@ -103,6 +106,7 @@ impl Context {
         self.auth.forget(uid);
         self.tls.forget(uid);
         self.acl.forget(uid);
+        self.config.forget(uid);
     }
 
     /// Writes `status` (server-side apply on the status subresource, forced).

@@ -18,11 +18,11 @@ use crate::Error;
 use crate::k8s::events::publish;
 use crate::k8s::{self, conditions::now};
 use crate::metrics::ReasonLabels;
-use crate::pods::build::{pod_hash, pod_spec};
+use crate::pods::build::{hashed_pod_spec, pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
-use crate::{RetryClass, acl, auth, backoff, children, replication, storage, tls};
+use crate::{RetryClass, acl, auth, backoff, children, config, replication, storage, tls};
 use api::{FINALIZER, Redis};
 use cleanup::cleanup;
 use kube::api::{Api, DynamicObject};
@@ -135,7 +135,8 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         }
     }
     let spec = pod_spec(name, &redis.spec);
-    let hash = pod_hash(&redis.spec, &spec);
+    // The directives set live (§3m) are in the pods' spec but not in its hash.
+    let hash = pod_hash(&redis.spec, &hashed_pod_spec(name, &redis.spec));
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
     let owned = pods::owned_pods(&ctx.pods, redis);
     let reference = redis.object_ref(&());
@@ -228,6 +229,21 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         ),
         _ => None,
     };
+    // Redis's own configuration (§3m): the live directives on every running pod.
+    let configured = match &auth {
+        Some(settled) if settled.failure.is_none() => Some(
+            config::apply(
+                &ctx.config,
+                &ctx.recorder,
+                redis,
+                &owned,
+                settled.login(),
+                tls_client.as_ref(),
+            )
+            .await,
+        ),
+        _ => None,
+    };
     if replication.as_ref().is_some_and(|r| r.refuses_auth) {
         ctx.auth
             .recheck(redis.metadata.uid.as_deref().unwrap_or_default());
@@ -265,6 +281,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         replication::POLL
     } else if auth_failure.is_some()
         || tls_blocked
+        || configured.as_ref().is_some_and(|c| !c.pending.is_empty())
         || acl.as_ref().is_some_and(|a| !a.pending.is_empty())
     {
         AUTH_RETRY
@@ -313,6 +330,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let status = auth::status::with_failure(status, auth_failure.as_deref(), stored, now());
     let status = tls::status::with_certificate(status, certificate.as_ref(), stored, now());
     let status = acl::status::with_users(status, acl.as_ref(), stored, now());
+    let status = config::status::with_config(status, configured.as_ref(), stored, now());
     let status = storage::status::with_condition(status, claims.as_ref(), stored, now());
     let conflicts = children
         .as_ref()

@@ -5,12 +5,14 @@
 
 mod acl;
 mod capped;
+mod config;
 pub mod info;
 mod tls;
 
 use crate::Error;
 use capped::Capped;
 pub use capped::MAX_REPLY_BYTES;
+pub use config::NotSet;
 use info::RedisRole;
 pub use info::{FENCE_HOST, FENCE_PORT};
 use redis::aio::MultiplexedConnection;

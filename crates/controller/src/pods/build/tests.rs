@@ -343,10 +343,12 @@ fn the_hash_of_a_spec_without_new_fields_is_the_one_pods_already_carry() {
         ),
     ] {
         let r = redis(spec.clone());
-        let built = pod_spec("cache", &r.spec);
-        assert_eq!(spec_hash(&built), pinned, "{spec}");
+        // The directives set live (here the maxmemory derived from the memory limit) are in
+        // the pods' spec, not in the hash.
+        let hashed = hashed_pod_spec("cache", &r.spec);
+        assert_eq!(spec_hash(&hashed), pinned, "{spec}");
         // What the reconciler puts on the pods.
-        assert_eq!(pod_hash(&r.spec, &built), pinned, "{spec}");
+        assert_eq!(pod_hash(&r.spec, &hashed), pinned, "{spec}");
     }
 }
 
@@ -354,8 +356,36 @@ fn the_hash_of_a_spec_without_new_fields_is_the_one_pods_already_carry() {
 fn built_pod(spec: serde_json::Value) -> Pod {
     let r = redis(spec);
     let built = pod_spec("cache", &r.spec);
-    let hash = pod_hash(&r.spec, &built);
+    let hash = pod_hash(&r.spec, &hashed_pod_spec("cache", &r.spec));
     desired_pod(&r, 0, &built, &hash).expect("pod")
+}
+
+#[test]
+fn config_directives_start_redis_server_and_only_those_read_at_start_are_hashed() {
+    let with = |config: serde_json::Value| {
+        let r = redis(json!({"resources": {"limits": {"memory": "128Mi"}}, "config": config}));
+        let args = pod_spec("cache", &r.spec).containers[0]
+            .args
+            .clone()
+            .unwrap_or_default();
+        (args, pod_hash(&r.spec, &hashed_pod_spec("cache", &r.spec)))
+    };
+    let (args, plain) = with(json!({}));
+    assert_eq!(
+        args[..5],
+        ["redis-server", "--maxmemory", "107374182", "--port", "6379"]
+    );
+    let (args, live) = with(json!({"maxmemory-policy": "allkeys-lru", "save": ""}));
+    assert!(args.windows(2).any(|w| w == ["--save", ""]), "{args:?}");
+    assert_eq!(live, plain, "a live directive rolls no pod");
+    let (_, restart) = with(json!({"databases": "32"}));
+    assert_ne!(restart, plain, "databases is read only at start");
+    let (args, _) = with(json!({"port": "1", "requirepass": "x"}));
+    assert!(
+        !args.iter().any(|a| a == "--requirepass")
+            && args.iter().filter(|a| *a == "--port").count() == 1,
+        "the operator's own directives never come from spec.config: {args:?}"
+    );
 }
 
 #[test]
