@@ -1,6 +1,6 @@
 //! A redis-server process on 127.0.0.1 (the machine's, installed by
-//! hack/cluster/node/packages.sh) for the io-level tests: started with the options given, no
-//! persistence, killed when dropped.
+//! hack/cluster/node/packages.sh) for the io-level tests: started with Redis's defaults but the
+//! options given (working directory /tmp), killed when dropped (no snapshot written then).
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -14,13 +14,13 @@ pub struct LocalRedis {
 }
 
 impl LocalRedis {
-    /// Starts `redis-server --port <free> --bind 127.0.0.1 <options>` (no RDB, no AOF, in /tmp
-    /// unless `options` say otherwise) and waits until it answers PING.
+    /// Starts `redis-server --port <free> --bind 127.0.0.1 --dir /tmp <options>` and waits until it
+    /// answers PING.
     pub async fn start(options: &[String]) -> Result<Self, Error> {
         let port = free_port()?;
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
+            .args(["--dir", "/tmp"])
             .args(options)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

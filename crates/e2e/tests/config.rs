@@ -210,8 +210,8 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
     .await?;
     assert_eq!(ready, "False");
     assert!(
-        message.contains("save") && message.contains("ERR"),
-        "{message}"
+        message.contains("refused save") && message.contains("Invalid save parameters"),
+        "Redis's own message: {message}"
     );
     let reasons = event_reasons(&ns).await?;
     assert!(reasons.iter().any(|r| r == "ConfigRejected"), "{reasons:?}");

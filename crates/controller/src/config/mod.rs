@@ -7,7 +7,10 @@
 //! this step sets it with `CONFIG SET` on each running pod ([`wanted`] says what a pod is to run,
 //! and a live directive the spec no longer sets goes back to Redis's default). The controller
 //! remembers per pod (uid, and the redis container's restart count: a restarted redis-server
-//! runs its start options again) what it set, and sets it again only when that changes. A value
+//! runs its start options again) what it set, and sets it again only when that changes. A live
+//! directive removed from the spec goes back to its default on every pod that started with it
+//! (its args) or was given it by this controller; a controller that restarted in between does
+//! not know the second, and such a pod keeps the value until its container restarts. A value
 //! redis-server refuses is reported (`ConfigRejected`) and the other settings still apply.
 //!
 //! - [`status`]: the `Config` condition, and Ready False for a refused value (pure).
@@ -50,8 +53,9 @@ struct Known {
 struct Given {
     /// The redis container's restart count then.
     restarts: i32,
-    /// [`wanted`] then, as `name value` lines.
+    /// [`wanted`] then, as `name value` lines, and its names.
     settings: String,
+    names: Vec<&'static str>,
     /// What it refused of them (redis-server's messages).
     refused: Vec<String>,
 }
@@ -161,16 +165,30 @@ pub async fn apply(
             ) else {
                 continue;
             };
-            let wanted = wanted(&redis.spec, &settings, &pod.start_config);
+            // What it started with and what it was given since: a live directive among them
+            // that the spec no longer sets goes back to the default.
+            let earlier = known.pods.get(pod_uid);
+            let mut started = pod.start_config.clone();
+            started.extend(earlier.iter().flat_map(|g| g.names.iter().copied()));
+            let wanted = wanted(&redis.spec, &settings, &started);
+            if wanted.is_empty() && earlier.is_none() {
+                // Nothing set on it, nothing to set: no connection.
+                continue;
+            }
             let lines: String = wanted.iter().map(|(n, v)| format!("{n} {v}\n")).collect();
-            match known.pods.get(pod_uid) {
+            match earlier {
                 Some(given) if given.restarts == restarts && given.settings == lines => {
                     settled
                         .rejected
                         .extend(given.refused.iter().map(|r| (name.clone(), r.clone())));
                 }
                 earlier => {
-                    let changed = earlier.is_some_and(|g| g.settings != lines);
+                    // Said in an Event when it is news: not for a pod that started with
+                    // these directives (a new pod, or one first seen by this controller).
+                    let changed = match earlier {
+                        Some(given) => given.settings != lines,
+                        None => !wanted.iter().all(|(n, _)| pod.start_config.contains(n)),
+                    };
                     due.push((
                         Arc::clone(pod),
                         pod_uid.to_owned(),
@@ -203,8 +221,11 @@ pub async fn apply(
     {
         let mut map = state.map();
         let known = map.entry(uid).or_default();
-        for ((pod, pod_uid, restarts, _, lines, changed), result) in due.into_iter().zip(results) {
+        for ((pod, pod_uid, restarts, wanted, lines, changed), result) in
+            due.into_iter().zip(results)
+        {
             let name = pod.name_any();
+            let names: Vec<&'static str> = wanted.iter().map(|(n, _)| *n).collect();
             let not_set = match result {
                 Ok(not_set) => not_set,
                 Err(e) => {
@@ -238,6 +259,7 @@ pub async fn apply(
                 Given {
                     restarts,
                     settings: lines,
+                    names,
                     refused,
                 },
             );
