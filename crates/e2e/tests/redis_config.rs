@@ -7,7 +7,8 @@
 
 use api::RedisSpec;
 use api::config::{Applied, directive, owned, value_problem};
-use controller::redis_server::{Login, NotSet, Server};
+use controller::redis_server::config::NotSet;
+use controller::redis_server::{Login, Server};
 use e2e::Error;
 use e2e::local_redis::LocalRedis;
 use serde_json::json;

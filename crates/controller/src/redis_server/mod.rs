@@ -2,17 +2,17 @@
 //! §3c auth): every command it sends a pod goes through [`Server`], to the pod IP, with short
 //! timeouts: one that does not answer in time counts as unreachable, and the pass goes on.
 //! [`info`] parses what a redis-server says about its part in replication (pure).
+//! [`config`]: the live settings of `spec.config` (§3m), and what a server did not take.
 
 mod acl;
 mod capped;
-mod config;
+pub mod config;
 pub mod info;
 mod tls;
 
 use crate::Error;
 use capped::Capped;
 pub use capped::MAX_REPLY_BYTES;
-pub use config::NotSet;
 use info::RedisRole;
 pub use info::{FENCE_HOST, FENCE_PORT};
 use redis::aio::MultiplexedConnection;
