@@ -173,3 +173,17 @@ pub fn pod_owned_by(controller_uid: Option<&str>) -> k8s_openapi::api::core::v1:
     }))
     .expect("pod")
 }
+
+/// A status with only a Ready condition, True (what the status steps' tests start from).
+pub fn ready_status() -> api::RedisStatus {
+    serde_json::from_value(serde_json::json!({"conditions": [{
+        "type": "Ready", "status": "True", "reason": "AllReplicasReady", "message": "3/3",
+        "lastTransitionTime": "2024-01-01T00:00:00Z"
+    }]}))
+    .expect("status")
+}
+
+/// The Unix epoch, as a condition's time.
+pub fn epoch() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+}

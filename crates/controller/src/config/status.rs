@@ -70,19 +70,8 @@ pub fn with_config(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn ready() -> RedisStatus {
-        serde_json::from_value(json!({"conditions": [{
-            "type": "Ready", "status": "True", "reason": "AllReplicasReady", "message": "3/3",
-            "lastTransitionTime": "2024-01-01T00:00:00Z"
-        }]}))
-        .expect("status")
-    }
-
-    fn now() -> Time {
-        Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
-    }
+    use crate::fixtures::{epoch as now, ready_status as ready};
 
     fn find<'a>(status: &'a RedisStatus, type_: &str) -> (&'a str, &'a str, &'a str) {
         let c = status
