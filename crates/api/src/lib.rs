@@ -47,8 +47,8 @@ pub use network_policy::NetworkPolicySpec;
 pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};
 pub use tls::{TlsClientAuth, TlsSecretRef, TlsSpec};
 pub use types::{
-    AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodDisruptionBudgetSpec, Redis, RedisSpec,
-    RedisStatus, ReplicationSpec, SecretKeyRef,
+    AuthSpec, ImagePullPolicy, MemberStatus, Mode, PodConfigGeneration, PodDisruptionBudgetSpec,
+    Redis, RedisSpec, RedisStatus, ReplicationSpec, SecretKeyRef,
 };
 pub use validation::{Policy, Verdict, Violation};
 

@@ -26,6 +26,10 @@ pub const HOSTNAME_TOPOLOGY_KEY: &str = "kubernetes.io/hostname";
 /// The node label naming the node's zone (set by cloud providers; absent on many other clusters).
 pub const ZONE_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
 
+/// The label naming the pod it is on (its value is the pod's name), as StatefulSets'
+/// `statefulset.kubernetes.io/pod-name`: what a per-pod Service (`spec.service.perPod`) selects.
+pub const POD_NAME_LABEL: &str = "myapp.tangx.in/pod-name";
+
 /// Pod `ordinal` of the Redis `redis_name`: `<name>-<ordinal>`.
 pub fn pod_name(redis_name: &str, ordinal: u32) -> String {
     format!("{redis_name}-{ordinal}")
@@ -55,6 +59,14 @@ pub fn selector_labels(redis_name: &str) -> BTreeMap<String, String> {
 pub fn role_selector(redis_name: &str, role: &str) -> BTreeMap<String, String> {
     let mut labels = selector_labels(redis_name);
     labels.insert(ROLE_LABEL.to_owned(), role.to_owned());
+    labels
+}
+
+/// The labels that select the one pod `pod_name` of `redis_name`: [`selector_labels`] plus
+/// [`POD_NAME_LABEL`].
+pub fn pod_selector(redis_name: &str, pod_name: &str) -> BTreeMap<String, String> {
+    let mut labels = selector_labels(redis_name);
+    labels.insert(POD_NAME_LABEL.to_owned(), pod_name.to_owned());
     labels
 }
 

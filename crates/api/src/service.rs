@@ -1,7 +1,8 @@
 //! How clients reach a Redis (`spec.service`, DESIGN §3n): the type and settings of its client
-//! Service `<name>` (every pod in Standalone mode, the primary in Replication mode). The Service
-//! is built in the controller's `children` folder; the admission rules are `validation`'s
-//! `service` module.
+//! Service `<name>` (every pod in Standalone mode, the primary in Replication mode), and with
+//! `perPod` one Service `<name>-<ordinal>` per pod with the same settings, for clients that must
+//! reach a given pod (a replica, from outside the cluster). The Services are built in the
+//! controller's `children` folder; the admission rules are `validation`'s `service` module.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,10 @@ pub struct ServiceSettings {
     /// With type NodePort or LoadBalancer: Cluster (any node forwards to the pods, hiding the client's address) or Local (only nodes running a selected pod answer, keeping the client's address). Not set: Kubernetes's default (Cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_traffic_policy: Option<TrafficPolicy>,
+
+    /// Also one Service per pod, named like the pod (`<name>-<ordinal>`), selecting that pod only, with the same type, annotations and settings: for clients that must reach a given pod (a replica, from outside the cluster). Services of ordinals scaled away are deleted. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_pod: Option<bool>,
 }
 
 /// A Service's type, as the operator offers it.
@@ -79,5 +84,10 @@ impl ServiceSettings {
     /// The type (ClusterIP when not set).
     pub fn type_(&self) -> ServiceType {
         self.type_.unwrap_or_default()
+    }
+
+    /// Whether every pod has a Service of its own.
+    pub fn per_pod(&self) -> bool {
+        self.per_pod.unwrap_or(false)
     }
 }

@@ -290,6 +290,22 @@ pub struct RedisStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub members: Vec<MemberStatus>,
+
+    /// With `spec.config`, while the pods do not all run the live configuration of the current spec: per pod, the metadata.generation of the spec whose configuration it runs (absent: not known yet, a pod not reached since the controller started). Compare with metadata.generation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub pod_config_generations: Vec<PodConfigGeneration>,
+}
+
+/// Which configuration a pod runs (`status.podConfigGenerations`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodConfigGeneration {
+    /// Pod name.
+    pub name: String,
+    /// The metadata.generation of the spec whose live configuration the pod runs; absent while not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
 }
 
 /// One pod's part in replication.

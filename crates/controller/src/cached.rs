@@ -25,6 +25,9 @@ pub struct CachedPod {
     pub instance: Option<String>,
     /// The role label (`api::pods::ROLE_LABEL`), Replication mode.
     pub role: Option<String>,
+    /// The pod-name label (`api::pods::POD_NAME_LABEL`) names this pod: a per-pod Service
+    /// selects it (pods made before the label are labelled in place).
+    pub pod_name_labelled: bool,
     /// The spec-hash annotation (`pod::SPEC_HASH_ANNOTATION`).
     pub spec_hash: Option<String>,
     /// `status.phase`.
@@ -87,6 +90,8 @@ impl CachedPod {
             .annotations
             .and_then(|mut a| a.remove(crate::pods::build::SPEC_HASH_ANNOTATION));
         let mut labels = metadata.labels.unwrap_or_default();
+        let pod_name_labelled = metadata.name.is_some()
+            && labels.get(api::pods::POD_NAME_LABEL) == metadata.name.as_ref();
         let status = status.unwrap_or_default();
         let conditions = status.conditions.unwrap_or_default();
         CachedPod {
@@ -99,6 +104,7 @@ impl CachedPod {
                 deletion_timestamp: metadata.deletion_timestamp,
                 ..ObjectMeta::default()
             },
+            pod_name_labelled,
             instance: labels.remove(api::pods::LABEL_INSTANCE),
             role: labels.remove(api::pods::ROLE_LABEL),
             spec_hash,
@@ -217,6 +223,7 @@ mod tests {
             "metadata": {
                 "name": "r-0", "namespace": "ns", "uid": "u0", "resourceVersion": "7",
                 "labels": {api::pods::LABEL_INSTANCE: "r", api::pods::ROLE_LABEL: "primary",
+                           api::pods::POD_NAME_LABEL: "r-0",
                            "app.kubernetes.io/managed-by": "redis-operator"},
                 "annotations": {crate::pods::build::SPEC_HASH_ANNOTATION: "abc", "other": "x"},
                 "ownerReferences": [{"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
@@ -260,6 +267,7 @@ mod tests {
         assert_eq!(meta.generate_name, None);
         assert_eq!(cached.instance.as_deref(), Some("r"));
         assert_eq!(cached.role.as_deref(), Some("primary"));
+        assert!(cached.pod_name_labelled);
         assert_eq!(meta.managed_fields, None);
         assert_eq!(cached.spec_hash.as_deref(), Some("abc"));
         assert_eq!(cached.phase.as_deref(), Some("Running"));
@@ -283,6 +291,16 @@ mod tests {
             ["maxmemory-policy", "port"],
             "the redis container's directives only"
         );
+    }
+
+    #[test]
+    fn a_pod_labelled_with_another_name_is_not_labelled() {
+        let labelled = |labels: serde_json::Value| {
+            pod(json!({"metadata": {"name": "r-1", "labels": labels}})).pod_name_labelled
+        };
+        assert!(labelled(json!({api::pods::POD_NAME_LABEL: "r-1"})));
+        assert!(!labelled(json!({api::pods::POD_NAME_LABEL: "r-0"})));
+        assert!(!labelled(json!({})));
     }
 
     #[test]

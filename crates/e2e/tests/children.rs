@@ -546,3 +546,173 @@ async fn a_node_port_service_is_reachable_on_the_node_ip() -> Result<(), Error> 
     ping_through(&service, 6379).await?;
     Ok(())
 }
+
+/// The pod IPs an EndpointSlice of Service `service` lists (ready or not).
+async fn endpoint_ips(ns: &TestNamespace, service: &str) -> Result<Vec<String>, String> {
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> = ns.api();
+    let list = slices
+        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
+        .await
+        .map_err(seen)?;
+    let mut ips: Vec<String> = list
+        .items
+        .iter()
+        .flat_map(|s| s.endpoints.iter().flatten())
+        .flat_map(|e| e.addresses.iter().cloned())
+        .collect();
+    ips.sort();
+    Ok(ips)
+}
+
+/// `spec.service.perPod` (§3n): each pod gets a Service `<name>-<ordinal>` of the client
+/// Service's type that routes to it alone (its endpoints are that pod, and redis-cli on a node IP
+/// at its node port reaches that pod's role); a pod that lacks its pod-name label (made before the
+/// operator set it) is labelled in place; scaling down deletes the Service of the ordinal gone,
+/// and turning `perPod` off deletes the rest.
+#[tokio::test]
+async fn per_pod_services_reach_each_pod_and_follow_the_replicas() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("children-perpod").await?;
+    let name = "pp";
+    let redis: Redis = serde_json::from_value(serde_json::json!({
+        "apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
+        "metadata": {"name": name},
+        "spec": {"mode": "Replication", "replicas": 3, "image": REDIS_IMAGE,
+                 "service": {"type": "NodePort", "perPod": true}}
+    }))
+    .map_err(|e| Error::process("the Redis", e))?;
+    let redis = ns
+        .api::<Redis>()
+        .create(&PostParams::default(), &redis)
+        .await
+        .context("creating Redis pp")?;
+    let pods = wait_ready_pods(&ns, name, 3).await?;
+    let pods_api: Api<Pod> = ns.api();
+    // An "old" pod: its label taken away by hand, as if made before the operator set it.
+    pods_api
+        .patch(
+            "pp-1",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                serde_json::json!({"metadata": {"labels": {api::pods::POD_NAME_LABEL: null}}}),
+            ),
+        )
+        .await
+        .context("taking pp-1's pod-name label away")?;
+    wait_for("pp-1 labelled with its name again", CONVERGE, || async {
+        let pod = pods_api.get("pp-1").await.map_err(seen)?;
+        match pod
+            .labels()
+            .get(api::pods::POD_NAME_LABEL)
+            .map(String::as_str)
+        {
+            Some("pp-1") => Ok(()),
+            other => Err(format!("label {other:?}")),
+        }
+    })
+    .await?;
+    let services: Api<Service> = ns.api();
+    for pod in &pods {
+        let pod_name = pod.name_any();
+        let ip = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .ok_or_else(|| Error::process("the pod's IP", &pod_name))?;
+        let service = wait_service(&ns, &pod_name, &redis, None).await?;
+        assert_eq!(
+            service.spec.as_ref().and_then(|s| s.type_.as_deref()),
+            Some("NodePort"),
+            "{pod_name}'s Service takes spec.service.type"
+        );
+        wait_for(
+            &format!("Service {pod_name}'s endpoints: {ip} only"),
+            CONVERGE,
+            || async {
+                match endpoint_ips(&ns, &pod_name).await? {
+                    ips if ips == [ip.clone()] => Ok(()),
+                    ips => Err(format!("{ips:?}")),
+                }
+            },
+        )
+        .await?;
+        // Through the node port, on another node than the pod's if there is one: that pod's role.
+        let node_port = service
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|p| p.first())
+            .and_then(|p| p.node_port)
+            .ok_or_else(|| Error::process("the node port", &pod_name))?;
+        let node_port = u16::try_from(node_port).map_err(|e| Error::process("the node port", e))?;
+        let host_ip = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.host_ip.clone())
+            .ok_or_else(|| Error::process("the pod's node IP", &pod_name))?;
+        let role_of_pod = node::redis_cli(&ip, 6379, &["ROLE"])
+            .await
+            .map_err(|e| Error::process("ROLE on the pod", e))?;
+        let role_of_pod = role_of_pod.lines().next().unwrap_or_default().to_owned();
+        wait_for(
+            &format!("{pod_name}'s role ({role_of_pod}) on {host_ip}:{node_port}"),
+            CONVERGE,
+            || async {
+                let role = node::redis_cli(&host_ip, node_port, &["ROLE"]).await?;
+                match role.lines().next() {
+                    Some(first) if first == role_of_pod => Ok(()),
+                    other => Err(format!("answered {other:?}")),
+                }
+            },
+        )
+        .await?;
+    }
+
+    // Two pods: pp-2's Service goes with its pod.
+    let redises: Api<Redis> = ns.api();
+    redises
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .context("scaling to 2")?;
+    let names = |list: Vec<Service>| {
+        let mut names: Vec<String> = list.iter().map(|s| s.name_any()).collect();
+        names.sort();
+        names
+    };
+    let selector = api::pods::selector_string(name);
+    wait_for("pp's Services without pp-2", CONVERGE, || async {
+        let list = services
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(seen)?;
+        match names(list.items) {
+            n if n == ["pp", "pp-0", "pp-1", "pp-headless", "pp-replicas"] => Ok(()),
+            n => Err(format!("{n:?}")),
+        }
+    })
+    .await?;
+    // perPod off: only the three of Replication mode stay.
+    redises
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"service": {"perPod": null}}})),
+        )
+        .await
+        .context("turning perPod off")?;
+    wait_for("pp's Services without per-pod ones", CONVERGE, || async {
+        let list = services
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(seen)?;
+        match names(list.items) {
+            n if n == ["pp", "pp-headless", "pp-replicas"] => Ok(()),
+            n => Err(format!("{n:?}")),
+        }
+    })
+    .await?;
+    Ok(())
+}

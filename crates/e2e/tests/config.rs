@@ -196,6 +196,13 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
     .await?;
     let reasons = event_reasons(&ns).await?;
     assert!(reasons.iter().any(|r| r == "ConfigApplied"), "{reasons:?}");
+    let applied_generation = ns
+        .api::<Redis>()
+        .get(NAME)
+        .await
+        .context("reading the Redis")?
+        .metadata
+        .generation;
 
     // A value of the right shape as far as the table says that redis-server refuses; hz
     // changes in the same write and still applies.
@@ -215,6 +222,26 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
     );
     let reasons = event_reasons(&ns).await?;
     assert!(reasons.iter().any(|r| r == "ConfigRejected"), "{reasons:?}");
+    // The status says which generation's configuration each pod runs: the one before, in full.
+    let status = ns
+        .api::<Redis>()
+        .get(NAME)
+        .await
+        .context("reading the Redis")?
+        .status
+        .unwrap_or_default();
+    let generations: Vec<(String, Option<i64>)> = status
+        .pod_config_generations
+        .iter()
+        .map(|p| (p.name.clone(), p.generation))
+        .collect();
+    assert_eq!(
+        generations,
+        (0..3)
+            .map(|i| (format!("{NAME}-{i}"), applied_generation))
+            .collect::<Vec<_>>(),
+        "status.podConfigGenerations while the pods refuse the current configuration"
+    );
 
     // Every directive removed: Redis's defaults again, and Ready.
     ns.api::<Redis>()
@@ -242,6 +269,18 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         "removing directives replaced or restarted a pod"
     );
     node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    wait_for(
+        "no podConfigGenerations once all run the spec's",
+        CONVERGE,
+        || async {
+            let redis = ns.api::<Redis>().get(NAME).await.map_err(seen)?;
+            match redis.status.map(|s| s.pod_config_generations) {
+                Some(g) if g.is_empty() => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await?;
     Ok(())
 }
 

@@ -173,6 +173,11 @@ impl Policy {
 
     fn object_violations(&self, redis: &Redis, image: &ParsedImage) -> Vec<Violation> {
         let mut violations = meta::name_violations(&self.reserved_names, &redis.metadata);
+        violations.extend(service::service_name_violations(
+            &redis.metadata,
+            &redis.spec,
+            self.max_replicas.min(SCHEMA_MAX_REPLICAS),
+        ));
         violations.extend(self.spec_violations(redis, image));
         violations
     }

@@ -1,13 +1,15 @@
 //! The rules on `spec.service` (DESIGN §2, for §3n): what the API server would refuse in the
-//! client Service the controller builds (it would answer each apply with an error, and clients
-//! would have no Service): annotation keys, CIDRs, and the settings that only some types take.
+//! Services the controller builds (it would answer each apply with an error, and clients would
+//! have no Service): annotation keys, CIDRs, the settings that only some types take, and the
+//! Redis's name, which names its Services (`<name>`, `<name>-headless`, `<name>-<ordinal>`...).
 
 use super::network_policy::parse_cidr;
 use super::syntax::annotation_key_problem;
 use super::violation::{Violation, shown};
 use crate::pods::{OPERATOR_KEY_PREFIX, is_operator_annotation};
 use crate::service::{MAX_SOURCE_RANGES, ServiceType};
-use crate::types::RedisSpec;
+use crate::types::{Mode, RedisSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// Most bytes (keys and values) the API server accepts in an object's annotations.
 const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
@@ -79,6 +81,75 @@ pub(super) fn service_violations(spec: &RedisSpec) -> Vec<Violation> {
             policy.as_str(),
             "only applies to types NodePort and LoadBalancer, got type ClusterIP",
         ));
+    }
+    out
+}
+
+/// Longest Service name: Services are named by DNS-1035 labels.
+const MAX_SERVICE_NAME_LENGTH: usize = 63;
+/// Characters the API server appends to `metadata.generateName`.
+const GENERATED_SUFFIX_LENGTH: usize = 5;
+
+/// The Redis's name (or its `generateName` prefix) as its Services need it: a DNS-1035 label
+/// (a Redis may be named `1cache` or `my.cache`, a Service not), with room for the longest suffix
+/// of its Services: `-replicas`/`-headless` in Replication mode, `-<ordinal>` of the highest
+/// ordinal `max_replicas` allows with `perPod` (so no later scale-up breaks it). Longer than 63
+/// is the name rule's (`meta`) to say.
+pub(super) fn service_name_violations(
+    meta: &ObjectMeta,
+    spec: &RedisSpec,
+    max_replicas: i32,
+) -> Vec<Violation> {
+    let (field, name, generated) = match (
+        meta.name.as_deref().filter(|n| !n.is_empty()),
+        meta.generate_name.as_deref(),
+    ) {
+        (Some(name), _) => ("metadata.name", name, 0),
+        (None, Some(prefix)) => ("metadata.generateName", prefix, GENERATED_SUFFIX_LENGTH),
+        (None, None) => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    let letter_first = name.starts_with(|c: char| c.is_ascii_lowercase());
+    let chars_ok = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    // A generated name ends with the API server's letters and digits.
+    let end_ok =
+        generated > 0 || name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(letter_first && chars_ok && end_ok) {
+        out.push(Violation::new(
+            field,
+            name,
+            format!(
+                "must start with a lowercase letter, hold only lowercase letters, digits and '-', and end with a letter or digit: it names the Redis's Services, whose names Kubernetes requires to be DNS-1035 labels, got \"{}\"",
+                shown(name)
+            ),
+        ));
+    }
+    let mut suffixes = Vec::new();
+    if spec.mode() == Mode::Replication {
+        suffixes.push(("-headless".to_owned(), "in Replication mode"));
+    }
+    if spec.service.as_ref().is_some_and(|s| s.per_pod()) {
+        let highest = max_replicas.max(1) - 1;
+        suffixes.push((
+            format!("-{highest}"),
+            "with spec.service.perPod (the highest ordinal spec.replicas may reach)",
+        ));
+    }
+    if let Some((suffix, why)) = suffixes.into_iter().max_by_key(|(s, _)| s.len()) {
+        let budget = MAX_SERVICE_NAME_LENGTH - suffix.len() - generated;
+        let total = name.len() + generated;
+        if name.len() > budget && total <= MAX_SERVICE_NAME_LENGTH {
+            out.push(Violation::new(
+                field,
+                name,
+                format!(
+                    "must be no more than {budget} characters {why}, so the Service <name>{suffix} fits in {MAX_SERVICE_NAME_LENGTH}, got {}",
+                    name.len()
+                ),
+            ));
+        }
     }
     out
 }

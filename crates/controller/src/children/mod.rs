@@ -5,6 +5,9 @@
 //! - Replication only: `<name>-replicas` (the replicas) and `<name>-headless` (every pod, ready or
 //!   not, so each pod has a stable DNS name `<pod>.<name>-headless` where cluster DNS runs). In
 //!   Standalone they do not exist: left over from a mode switch, they are deleted.
+//! - With `spec.service.perPod` (§3n): `<name>-<ordinal>` for each pod, selecting it by its
+//!   pod-name label (pods made before that label get it here, in place); the ones of ordinals
+//!   scaled away, or all once `perPod` is off, are deleted.
 //! - PodDisruptionBudget `<name>` (policy/v1): `maxUnavailable` from the spec (default 1) over
 //!   every pod of the Redis, so a node drain takes its pods down one at a time.
 //! - NetworkPolicy `<name>` (networking/v1), while `spec.networkPolicy` asks for one (built in
@@ -27,6 +30,7 @@ pub mod service;
 pub mod status;
 
 use crate::Error;
+use crate::cached::CachedPod;
 use crate::k8s::watch::{self, Cached, Events};
 use crate::k8s::{self, apply_forced, controlled_by, controller_of};
 use crate::network_policy::{OperatorPods, network_policy, network_policy_differs};
@@ -40,7 +44,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use pdb::{pdb, pdb_differs};
 use serde::de::DeserializeOwned;
-use service::{ServiceKind, service, service_differs, strip_service};
+use service::{
+    ServiceKind, per_pod_ordinals, service, service_differs, strip_service, unwanted_pod_services,
+};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -133,6 +139,9 @@ pub fn desired(redis: &Redis, operator: &OperatorPods) -> Option<Desired> {
         } else {
             absent_services.push(kind.name(name));
         }
+    }
+    for ordinal in per_pod_ordinals(redis) {
+        services.push(service(redis, ServiceKind::Pod(ordinal))?);
     }
     Some(Desired {
         services,
@@ -262,13 +271,15 @@ where
 }
 
 /// Applies the children of `redis` that differ from the caches, and deletes the Services of the
-/// other mode and a NetworkPolicy no longer asked for, when it controls them. No write at all
-/// when everything is as desired; none to a name another object holds.
+/// other mode, per-pod Services no longer wanted and a NetworkPolicy no longer asked for, when it
+/// controls them; with per-pod Services, labels the `pods` that lack their pod-name label. No
+/// write at all when everything is as desired; none to a name another object holds.
 pub async fn apply(
     client: &Client,
     stores: &Stores,
     operator: &OperatorPods,
     redis: &Redis,
+    pods: &[Arc<CachedPod>],
 ) -> Result<Applied, Error> {
     let desired =
         desired(redis, operator).ok_or(Error::IncompleteObject("name, namespace or uid"))?;
@@ -300,6 +311,26 @@ pub async fn apply(
             delete(&services, name, current.uid()).await?;
         }
     }
+    let ours: Vec<Arc<Service>> = stores
+        .services
+        .state()
+        .into_iter()
+        .filter(|s| {
+            s.metadata.namespace.as_deref() == Some(namespace) && controlled_by(s.as_ref(), uid)
+        })
+        .collect();
+    for name in unwanted_pod_services(
+        redis,
+        ours.iter().filter_map(|s| s.metadata.name.as_deref()),
+    ) {
+        let current = ours
+            .iter()
+            .find(|s| s.metadata.name.as_deref() == Some(name.as_str()));
+        delete(&services, &name, current.and_then(|s| s.uid())).await?;
+    }
+    if !per_pod_ordinals(redis).is_empty() {
+        label_pods(client, namespace, pods).await?;
+    }
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), namespace);
     let name = desired.pdb.name_any();
     let cached = stores.pdbs.get(&ObjectRef::new(&name).within(namespace));
@@ -325,6 +356,45 @@ pub async fn apply(
         }
     }
     Ok(applied)
+}
+
+/// Gives the pods that lack it their pod-name label (`api::pods::POD_NAME_LABEL`, which per-pod
+/// Services select): pods made before the operator set it. Pods being deleted are left alone.
+async fn label_pods(
+    client: &Client,
+    namespace: &str,
+    pods: &[Arc<CachedPod>],
+) -> Result<(), Error> {
+    let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), namespace);
+    for pod in pods {
+        let Some(name) = pod.metadata.name.as_deref() else {
+            continue;
+        };
+        if pod.pod_name_labelled || pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let patch = serde_json::json!({"metadata": {"labels": {api::pods::POD_NAME_LABEL: name}}});
+        match api
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => tracing::info!(pod = %name, "labelled with its name, for its per-pod Service"),
+            // Gone since the cache saw it: its successor is made with the label.
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Child {
+                    kind: "Pod".to_owned(),
+                    name: name.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Deletes a child no longer wanted (a Service of the other mode, a NetworkPolicy turned off),

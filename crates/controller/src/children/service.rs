@@ -1,11 +1,14 @@
 //! The Services of a Redis (DESIGN §3): `<name>` for clients (every pod in Standalone, the
-//! primary in Replication), `<name>-replicas` and `<name>-headless` in Replication; built, and
-//! compared with the cache on only the fields the controller sets. The client Service takes
-//! `spec.service`'s type and settings (§3n). Pure.
+//! primary in Replication), `<name>-replicas` and `<name>-headless` in Replication, and with
+//! `spec.service.perPod` one per pod, `<name>-<ordinal>`; built, and compared with the cache on
+//! only the fields the controller sets. The client and per-pod Services take `spec.service`'s
+//! type and settings (§3n). Pure.
 
 use super::meta::{metadata, metadata_differs};
 use api::exporter::{METRICS_PORT_NAME, SCRAPE_LABEL};
-use api::pods::{ROLE_PRIMARY, ROLE_REPLICA, role_selector, selector_labels};
+use api::pods::{
+    ROLE_PRIMARY, ROLE_REPLICA, pod_name, pod_selector, role_selector, selector_labels,
+};
 use api::service::{ServiceSettings, ServiceType};
 use api::{Mode, Redis};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
@@ -23,6 +26,8 @@ pub enum ServiceKind {
     Replicas,
     /// `<name>-headless`: every pod's own DNS name (Replication only).
     Headless,
+    /// `<name>-<ordinal>`: that pod only (`spec.service.perPod`).
+    Pod(u32),
 }
 
 impl ServiceKind {
@@ -32,19 +37,52 @@ impl ServiceKind {
         ServiceKind::Headless,
     ];
 
-    /// The Service's name for the Redis `redis_name`.
+    /// The Service's name for the Redis `redis_name` (a per-pod one is named like its pod).
     pub fn name(self, redis_name: &str) -> String {
         match self {
             ServiceKind::Client => redis_name.to_owned(),
             ServiceKind::Replicas => format!("{redis_name}-replicas"),
             ServiceKind::Headless => format!("{redis_name}-headless"),
+            ServiceKind::Pod(ordinal) => pod_name(redis_name, ordinal),
         }
     }
 
-    /// Whether a Redis in `mode` has this Service.
+    /// Whether a Redis in `mode` has this Service (per-pod ones: see [`per_pod_ordinals`]).
     pub fn exists_in(self, mode: Mode) -> bool {
-        self == ServiceKind::Client || mode == Mode::Replication
+        match self {
+            ServiceKind::Client => true,
+            ServiceKind::Replicas | ServiceKind::Headless => mode == Mode::Replication,
+            ServiceKind::Pod(_) => false,
+        }
     }
+}
+
+/// The ordinals with a Service of their own: every pod's with `spec.service.perPod`, else none.
+pub fn per_pod_ordinals(redis: &Redis) -> std::ops::Range<u32> {
+    let per_pod = redis
+        .spec
+        .service
+        .as_ref()
+        .is_some_and(ServiceSettings::per_pod);
+    let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
+    0..if per_pod { replicas } else { 0 }
+}
+
+/// Of the Services `ours` (named, controlled by `redis`), the per-pod ones it no longer wants:
+/// an ordinal scaled away, or `perPod` turned off. A name that is not `<name>-<digits>` is never
+/// one (another Redis's `<name>-replicas`, say, is not controlled by this one anyway).
+pub fn unwanted_pod_services<'a>(
+    redis: &Redis,
+    ours: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let Some(redis_name) = redis.metadata.name.as_deref() else {
+        return Vec::new();
+    };
+    let wanted = per_pod_ordinals(redis);
+    ours.into_iter()
+        .filter(|name| api::pods::ordinal(redis_name, name).is_some_and(|o| !wanted.contains(&o)))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The Service `kind` of `redis`, as the controller applies it.
@@ -57,6 +95,7 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
         }
         (ServiceKind::Client, Mode::Replication) => role_selector(redis_name, ROLE_PRIMARY),
         (ServiceKind::Replicas, _) => role_selector(redis_name, ROLE_REPLICA),
+        (ServiceKind::Pod(ordinal), _) => pod_selector(redis_name, &pod_name(redis_name, ordinal)),
     };
     let headless = kind == ServiceKind::Headless;
     let mut metadata = metadata(redis, kind.name(redis_name))?;
@@ -85,7 +124,12 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
             ..ServicePort::default()
         });
     }
-    if let Some(exporter) = redis.spec.exporter() {
+    // A per-pod Service is for clients: the metrics are scraped through the Service over every pod.
+    if let Some(exporter) = redis
+        .spec
+        .exporter()
+        .filter(|_| !matches!(kind, ServiceKind::Pod(_)))
+    {
         ports.push(ServicePort {
             name: Some(METRICS_PORT_NAME.to_owned()),
             port: exporter.port(),
@@ -107,8 +151,8 @@ pub fn service(redis: &Redis, kind: ServiceKind) -> Option<Service> {
     // operator's: a setting removed from the spec (an annotation, the traffic policy) is then
     // seen as a difference, and the apply drops it.
     let settings = match kind {
-        ServiceKind::Client => redis.spec.service.as_ref(),
-        _ => None,
+        ServiceKind::Client | ServiceKind::Pod(_) => redis.spec.service.as_ref(),
+        ServiceKind::Replicas | ServiceKind::Headless => None,
     };
     let type_ = settings.map_or(ServiceType::ClusterIP, ServiceSettings::type_);
     if let Some(settings) = settings {

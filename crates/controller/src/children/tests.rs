@@ -468,3 +468,76 @@ fn a_changed_or_removed_setting_is_a_difference_and_the_api_server_s_additions_a
     let reannotated = with(json!({"annotations": {"a.example/x": "2"}}));
     assert!(service_differs(&reannotated, Some(&annotated)));
 }
+
+#[test]
+fn per_pod_services_select_one_pod_each_with_the_client_settings() {
+    let r = redis(json!({
+        "mode": "Replication", "replicas": 3,
+        "exporter": {},
+        "service": {"type": "NodePort", "perPod": true, "annotations": {"example.com/a": "b"},
+                    "externalTrafficPolicy": "Local"}
+    }));
+    let desired = desired_default(&r).expect("desired");
+    assert_eq!(
+        names(&desired.services),
+        [
+            "cache",
+            "cache-replicas",
+            "cache-headless",
+            "cache-0",
+            "cache-1",
+            "cache-2"
+        ]
+    );
+    let client = &desired.services[0];
+    for (ordinal, svc) in desired.services[3..].iter().enumerate() {
+        let mut want = api::pods::selector_labels("cache");
+        want.insert(
+            api::pods::POD_NAME_LABEL.to_owned(),
+            format!("cache-{ordinal}"),
+        );
+        assert_eq!(selector(svc), want);
+        let spec = svc.spec.as_ref().expect("spec");
+        assert_eq!(spec.type_.as_deref(), Some("NodePort"));
+        assert_eq!(spec.external_traffic_policy.as_deref(), Some("Local"));
+        assert_eq!(svc.metadata.annotations, client.metadata.annotations);
+        let ports: Vec<_> = spec
+            .ports
+            .iter()
+            .flatten()
+            .filter_map(|p| p.name.clone())
+            .collect();
+        assert_eq!(
+            ports,
+            ["redis"],
+            "clients only: metrics are scraped elsewhere"
+        );
+        assert!(!svc.labels().contains_key(SCRAPE_LABEL));
+    }
+    let without = desired_default(&redis(
+        json!({"replicas": 3, "service": {"type": "NodePort"}}),
+    ))
+    .expect("desired");
+    assert_eq!(names(&without.services), ["cache"]);
+}
+
+#[test]
+fn per_pod_services_of_ordinals_scaled_away_or_turned_off_are_unwanted() {
+    let ours = [
+        "cache",
+        "cache-headless",
+        "cache-0",
+        "cache-1",
+        "cache-2",
+        "cache-01",
+    ];
+    let two = redis(json!({"replicas": 2, "service": {"perPod": true}}));
+    assert_eq!(unwanted_pod_services(&two, ours), ["cache-2"]);
+    let off = redis(json!({"replicas": 2, "service": {"type": "NodePort"}}));
+    assert_eq!(
+        unwanted_pod_services(&off, ours),
+        ["cache-0", "cache-1", "cache-2"]
+    );
+    let none = redis(json!({"replicas": 0, "service": {"perPod": true}}));
+    assert_eq!(unwanted_pod_services(&none, ours).len(), 3);
+}

@@ -59,6 +59,8 @@ struct Given {
     names: Vec<&'static str>,
     /// What it refused of them (redis-server's messages).
     refused: Vec<String>,
+    /// The Redis's metadata.generation whose live settings it runs in full (none refused).
+    generation: Option<i64>,
 }
 
 impl State {
@@ -85,6 +87,22 @@ pub struct Settled {
     pub pending: Vec<String>,
     /// Refusals: pod, and redis-server's message.
     pub rejected: Vec<(String, String)>,
+    /// Each running pod looked at, and the metadata.generation whose live settings it runs in
+    /// full (`None`: not known, a pod not reached since this controller started).
+    pub generations: Vec<(String, Option<i64>)>,
+}
+
+/// A pod to give its settings in this pass.
+struct Due {
+    pod: Arc<CachedPod>,
+    uid: String,
+    restarts: i32,
+    wanted: Vec<(&'static str, String)>,
+    lines: String,
+    /// Its settings change (an Event says so), rather than being set once more.
+    changed: bool,
+    /// The generation it ran in full before.
+    generation: Option<i64>,
 }
 
 /// The live settings a pod that `started_with` these directives is to run: `settings` (of
@@ -133,6 +151,7 @@ pub async fn apply(
     tls: Option<&TlsClient>,
 ) -> Settled {
     let uid = redis.metadata.uid.clone().unwrap_or_default();
+    let generation = redis.metadata.generation;
     let settings = api::config::settings(&redis.spec);
     let mut settled = Settled {
         configured: !settings.is_empty() || pods.iter().any(|p| !p.start_config.is_empty()),
@@ -168,12 +187,13 @@ pub async fn apply(
             };
             // What it started with and what it was given since: a live directive among them
             // that the spec no longer sets goes back to the default.
-            let earlier = known.pods.get(pod_uid);
+            let earlier = known.pods.get_mut(pod_uid);
             let mut started = pod.start_config.clone();
             started.extend(earlier.iter().flat_map(|g| g.names.iter().copied()));
             let wanted = wanted(&redis.spec, &settings, &started);
             if wanted.is_empty() && earlier.is_none() {
-                // Nothing set on it, nothing to set: no connection.
+                // Nothing set on it, nothing to set (no connection): it runs the current spec's.
+                settled.generations.push((name, generation));
                 continue;
             }
             let lines: String = wanted.iter().map(|(n, v)| format!("{n} {v}\n")).collect();
@@ -182,27 +202,34 @@ pub async fn apply(
                     settled
                         .rejected
                         .extend(given.refused.iter().map(|r| (name.clone(), r.clone())));
+                    // Same settings as the current spec's: it runs this generation's, unless
+                    // it refused some.
+                    if given.refused.is_empty() {
+                        given.generation = generation;
+                    }
+                    settled.generations.push((name, given.generation));
                 }
                 earlier => {
                     // Said in an Event when it is news: not for a pod that started with
                     // these directives (a new pod, or one first seen by this controller).
-                    let changed = match earlier {
+                    let changed = match &earlier {
                         Some(given) => given.settings != lines,
                         None => !wanted.iter().all(|(n, _)| pod.start_config.contains(n)),
                     };
-                    due.push((
-                        Arc::clone(pod),
-                        pod_uid.to_owned(),
+                    due.push(Due {
+                        pod: Arc::clone(pod),
+                        uid: pod_uid.to_owned(),
                         restarts,
                         wanted,
                         lines,
                         changed,
-                    ));
+                        generation: earlier.and_then(|g| g.generation),
+                    });
                 }
             }
         }
     }
-    let results = future::join_all(due.iter().map(|(pod, _, _, wanted, _, _)| {
+    let results = future::join_all(due.iter().map(|Due { pod, wanted, .. }| {
         let ip = pod.ip().unwrap_or_default();
         let pairs: Vec<(&str, &str)> = wanted.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -222,20 +249,20 @@ pub async fn apply(
     {
         let mut map = state.map();
         let known = map.entry(uid).or_default();
-        for ((pod, pod_uid, restarts, wanted, lines, changed), result) in
-            due.into_iter().zip(results)
-        {
-            let name = pod.name_any();
-            let names: Vec<&'static str> = wanted.iter().map(|(n, _)| *n).collect();
+        for (due, result) in due.into_iter().zip(results) {
+            let name = due.pod.name_any();
+            let names: Vec<&'static str> = due.wanted.iter().map(|(n, _)| *n).collect();
             let not_set = match result {
                 Ok(not_set) => not_set,
                 Err(e) => {
                     tracing::debug!(pod = %name, error = %e, "configuration not set");
+                    settled.generations.push((name.clone(), due.generation));
                     settled.pending.push(name);
                     continue;
                 }
             };
             if not_set.contains(&NotSet::Loading) {
+                settled.generations.push((name.clone(), due.generation));
                 settled.pending.push(name);
                 continue;
             }
@@ -252,16 +279,23 @@ pub async fn apply(
                     newly_refused.push(format!("pod {name}: {r}"));
                 }
             }
-            if changed && refused.is_empty() {
+            let runs = if refused.is_empty() {
+                generation
+            } else {
+                due.generation
+            };
+            settled.generations.push((name.clone(), runs));
+            if due.changed && refused.is_empty() {
                 settled.applied.push(name);
             }
             known.pods.insert(
-                pod_uid,
+                due.uid,
                 Given {
-                    restarts,
-                    settings: lines,
+                    restarts: due.restarts,
+                    settings: due.lines,
                     names,
                     refused,
+                    generation: runs,
                 },
             );
         }
@@ -270,6 +304,7 @@ pub async fn apply(
     settled.applied.sort();
     settled.pending.sort();
     settled.rejected.sort();
+    settled.generations.sort();
     let reference = redis.object_ref(&());
     if !settled.applied.is_empty() {
         let note = format!(

@@ -1,11 +1,13 @@
 //! What the configuration says in the status (DESIGN §3m), for a Redis with settings: the
 //! `Config` condition, True when every running pod has the current live settings, False while
 //! some are still to get them (the message names them) or refuse a value (`ConfigRejected`,
-//! with redis-server's message), and Ready False while a value is refused. Pure.
+//! with redis-server's message), and Ready False while a value is refused; while the pods do not
+//! all run the current settings, `status.podConfigGenerations` says which generation's each
+//! runs. Pure.
 
 use super::{CONFIG_REJECTED, Settled};
 use crate::k8s::conditions::{READY, condition, set_not_ready};
-use api::RedisStatus;
+use api::{PodConfigGeneration, RedisStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The condition's type.
@@ -60,6 +62,16 @@ pub fn with_config(
     {
         set_not_ready(ready, CONFIG_REJECTED, message.clone(), stored, now.clone());
     }
+    if reason != CURRENT {
+        status.pod_config_generations = settled
+            .generations
+            .iter()
+            .map(|(name, generation)| PodConfigGeneration {
+                name: name.clone(),
+                generation: *generation,
+            })
+            .collect();
+    }
     let generation = status.observed_generation;
     status.conditions.push(condition(
         stored, CONFIG, value, reason, message, generation, now,
@@ -101,7 +113,22 @@ mod tests {
         assert_eq!(find(&status, READY).0, "True");
         assert_eq!(find(&status, CONFIG).1, APPLYING);
         settled.rejected = vec![("r-0".into(), "hz \"0\": ERR out of range".into())];
+        settled.generations = vec![("r-0".into(), Some(3)), ("r-1".into(), None)];
         let status = with_config(ready(), Some(&settled), None, now());
+        assert_eq!(
+            status.pod_config_generations,
+            [
+                PodConfigGeneration {
+                    name: "r-0".into(),
+                    generation: Some(3)
+                },
+                PodConfigGeneration {
+                    name: "r-1".into(),
+                    generation: None
+                },
+            ],
+            "while the pods differ, each pod's generation"
+        );
         let (value, reason, message) = find(&status, READY);
         assert_eq!((value, reason), ("False", CONFIG_REJECTED));
         assert!(message.contains("pod r-0 refused hz"), "{message}");
@@ -110,6 +137,10 @@ mod tests {
         settled.pending.clear();
         let status = with_config(ready(), Some(&settled), None, now());
         assert_eq!(find(&status, CONFIG).0, "True");
+        assert!(
+            status.pod_config_generations.is_empty(),
+            "all alike: not said"
+        );
         assert_eq!(find(&status, READY).1, "AllReplicasReady");
     }
 }

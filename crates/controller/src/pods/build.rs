@@ -605,6 +605,11 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
     // The operator's labels and annotation win over the spec's.
     let mut labels = user_labels(&redis.spec);
     labels.extend(pod_labels(name));
+    // Not in the hash: pods made before it are labelled in place (`children`), never replaced.
+    labels.insert(
+        api::pods::POD_NAME_LABEL.to_owned(),
+        pod_name(name, ordinal),
+    );
     let mut annotations = user_annotations(&redis.spec);
     annotations.insert(SPEC_HASH_ANNOTATION.to_owned(), hash.to_owned());
     Some(Pod {

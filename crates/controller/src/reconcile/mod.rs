@@ -119,7 +119,8 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     }
     // The Services, the PodDisruptionBudget and the NetworkPolicy. Their failure must not hold back the pods, so it
     // is returned last.
-    let children = children::apply(&ctx.client, &ctx.children, &ctx.operator, redis).await;
+    let owned = pods::owned_pods(&ctx.pods, redis);
+    let children = children::apply(&ctx.client, &ctx.children, &ctx.operator, redis, &owned).await;
     if let Ok(applied) = &children {
         for conflict in &applied.conflicts {
             publish(
@@ -138,7 +139,6 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     // The directives set live (§3m) are in the pods' spec but not in its hash.
     let hash = pod_hash(&redis.spec, &hashed_pod_spec(name, &redis.spec));
     let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
-    let owned = pods::owned_pods(&ctx.pods, redis);
     let reference = redis.object_ref(&());
     let mut pass = PassOutcome::default();
 

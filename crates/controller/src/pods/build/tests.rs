@@ -121,6 +121,11 @@ fn pod_carries_labels_owner_and_hash() {
         labels.get("app.kubernetes.io/instance").map(String::as_str),
         Some("my-op-redis")
     );
+    // What a per-pod Service selects.
+    assert_eq!(
+        labels.get(api::pods::POD_NAME_LABEL).map(String::as_str),
+        Some("my-op-redis-0")
+    );
     let owner = &pod.metadata.owner_references.expect("owner")[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
