@@ -311,21 +311,10 @@ pub async fn apply(
             delete(&services, name, current.uid()).await?;
         }
     }
-    let ours: Vec<Arc<Service>> = stores
-        .services
-        .state()
-        .into_iter()
-        .filter(|s| {
-            s.metadata.namespace.as_deref() == Some(namespace) && controlled_by(s.as_ref(), uid)
-        })
-        .collect();
-    for name in unwanted_pod_services(
-        redis,
-        ours.iter().filter_map(|s| s.metadata.name.as_deref()),
-    ) {
-        let current = ours
-            .iter()
-            .find(|s| s.metadata.name.as_deref() == Some(name.as_str()));
+    let cached_service = |name: &str| stores.services.get(&ObjectRef::new(name).within(namespace));
+    let held = |name: &str| cached_service(name).map(|s| controlled_by(s.as_ref(), uid));
+    for name in unwanted_pod_services(redis, held) {
+        let current = cached_service(&name);
         delete(&services, &name, current.and_then(|s| s.uid())).await?;
     }
     if !per_pod_ordinals(redis).is_empty() {

@@ -68,21 +68,29 @@ pub fn per_pod_ordinals(redis: &Redis) -> std::ops::Range<u32> {
     0..if per_pod { replicas } else { 0 }
 }
 
-/// Of the Services `ours` (named, controlled by `redis`), the per-pod ones it no longer wants:
-/// an ordinal scaled away, or `perPod` turned off. A name that is not `<name>-<digits>` is never
-/// one (another Redis's `<name>-replicas`, say, is not controlled by this one anyway).
-pub fn unwanted_pod_services<'a>(
-    redis: &Redis,
-    ours: impl IntoIterator<Item = &'a str>,
-) -> Vec<String> {
+/// The per-pod Services `redis` no longer wants (an ordinal scaled away, or `perPod` turned
+/// off), highest ordinal first, given `held(name)`: `None` when no Service has that name, else
+/// whether this Redis controls it. Per-pod Services are made for every ordinal from 0, so they are
+/// looked up from the first unwanted ordinal up to the first name no Service has: a few lookups,
+/// where listing every cached Service would cost each pass as much as there are Redis. Deleting
+/// the highest first keeps that run unbroken if a pass stops midway; a name another object holds
+/// (a Redis named `<name>-<n>`) is passed over.
+pub fn unwanted_pod_services(redis: &Redis, held: impl Fn(&str) -> Option<bool>) -> Vec<String> {
     let Some(redis_name) = redis.metadata.name.as_deref() else {
         return Vec::new();
     };
-    let wanted = per_pod_ordinals(redis);
-    ours.into_iter()
-        .filter(|name| api::pods::ordinal(redis_name, name).is_some_and(|o| !wanted.contains(&o)))
-        .map(str::to_owned)
-        .collect()
+    let highest = u32::try_from(api::validation::SCHEMA_MAX_REPLICAS).unwrap_or(u32::MAX);
+    let mut unwanted = Vec::new();
+    for ordinal in per_pod_ordinals(redis).end..highest {
+        let name = pod_name(redis_name, ordinal);
+        match held(&name) {
+            None => break,
+            Some(true) => unwanted.push(name),
+            Some(false) => {}
+        }
+    }
+    unwanted.reverse();
+    unwanted
 }
 
 /// The Service `kind` of `redis`, as the controller applies it.

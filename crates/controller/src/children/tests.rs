@@ -523,21 +523,20 @@ fn per_pod_services_select_one_pod_each_with_the_client_settings() {
 
 #[test]
 fn per_pod_services_of_ordinals_scaled_away_or_turned_off_are_unwanted() {
-    let ours = [
-        "cache",
-        "cache-headless",
-        "cache-0",
-        "cache-1",
-        "cache-2",
-        "cache-01",
-    ];
+    // cache-0..cache-3 are ours; cache-4 is another Redis's (named "cache-4"); cache-5 ours again.
+    let held = |name: &str| match name {
+        "cache-0" | "cache-1" | "cache-2" | "cache-3" | "cache-5" => Some(true),
+        "cache-4" => Some(false),
+        _ => None,
+    };
     let two = redis(json!({"replicas": 2, "service": {"perPod": true}}));
-    assert_eq!(unwanted_pod_services(&two, ours), ["cache-2"]);
-    let off = redis(json!({"replicas": 2, "service": {"type": "NodePort"}}));
     assert_eq!(
-        unwanted_pod_services(&off, ours),
-        ["cache-0", "cache-1", "cache-2"]
+        unwanted_pod_services(&two, held),
+        ["cache-5", "cache-3", "cache-2"],
+        "highest first, past a name another object holds"
     );
-    let none = redis(json!({"replicas": 0, "service": {"perPod": true}}));
-    assert_eq!(unwanted_pod_services(&none, ours).len(), 3);
+    let off = redis(json!({"replicas": 2, "service": {"type": "NodePort"}}));
+    assert_eq!(unwanted_pod_services(&off, held).len(), 5);
+    let all = redis(json!({"replicas": 6, "service": {"perPod": true}}));
+    assert!(unwanted_pod_services(&all, held).is_empty());
 }
