@@ -30,6 +30,12 @@ pub const ZONE_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
 /// `statefulset.kubernetes.io/pod-name`: what a per-pod Service (`spec.service.perPod`) selects.
 pub const POD_NAME_LABEL: &str = "myapp.tangx.in/pod-name";
 
+/// The headless Service of a Replication Redis, `<name>-headless`: every pod's DNS name is
+/// `<pod>.<name>-headless.<namespace>.svc` (the pods name it as their `subdomain`).
+pub fn headless_service_name(redis_name: &str) -> String {
+    format!("{redis_name}-headless")
+}
+
 /// Pod `ordinal` of the Redis `redis_name`: `<name>-<ordinal>`.
 pub fn pod_name(redis_name: &str, ordinal: u32) -> String {
     format!("{redis_name}-{ordinal}")

@@ -42,7 +42,7 @@ impl ServiceKind {
         match self {
             ServiceKind::Client => redis_name.to_owned(),
             ServiceKind::Replicas => format!("{redis_name}-replicas"),
-            ServiceKind::Headless => format!("{redis_name}-headless"),
+            ServiceKind::Headless => api::pods::headless_service_name(redis_name),
             ServiceKind::Pod(ordinal) => pod_name(redis_name, ordinal),
         }
     }

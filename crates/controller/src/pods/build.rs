@@ -597,6 +597,13 @@ pub fn desired_pod(redis: &Redis, ordinal: u32, spec: &PodSpec, hash: &str) -> O
             claim.claim_name = api::storage::claim_name(name, ordinal);
         }
     }
+    // The pod's DNS name through the headless Service, `<pod>.<name>-headless.<ns>.svc` (what
+    // a certificate names each pod by): the cluster's DNS serves it only for a pod whose
+    // subdomain names that Service. Not in the hash: pods made before keep running without it
+    // (a pod's subdomain cannot change) and get it when next replaced.
+    if redis.spec.mode() == api::Mode::Replication {
+        spec.subdomain = Some(api::pods::headless_service_name(name));
+    }
     if redis.spec.affinity.is_none() && redis.spec.topology_spread_constraints.is_none() {
         let (constraints, affinity) = default_spread(name, redis.spec.mode());
         spec.topology_spread_constraints = Some(constraints);

@@ -121,6 +121,11 @@ fn pod_carries_labels_owner_and_hash() {
         labels.get("app.kubernetes.io/instance").map(String::as_str),
         Some("my-op-redis")
     );
+    assert_eq!(
+        pod.spec.as_ref().and_then(|s| s.subdomain.clone()),
+        None,
+        "Standalone: no headless Service"
+    );
     // What a per-pod Service selects.
     assert_eq!(
         labels.get(api::pods::POD_NAME_LABEL).map(String::as_str),
@@ -767,4 +772,16 @@ fn acl_users_come_from_the_operators_secret_and_the_probes_log_in_as_its_user() 
         spec_hash(&pod_spec("cache", &other.spec)),
         "another user rolls no pod"
     );
+}
+
+#[test]
+fn a_replication_pod_has_a_dns_name_under_the_headless_service() {
+    let r = redis(json!({"mode": "Replication", "replicas": 2}));
+    let spec = pod_spec("my-op-redis", &r.spec);
+    let hash = spec_hash(&spec);
+    let pod = desired_pod(&r, 1, &spec, &hash).expect("pod");
+    let spec = pod.spec.expect("spec");
+    // <pod>.<name>-headless.<ns>.svc: the hostname defaults to the pod's name.
+    assert_eq!(spec.subdomain.as_deref(), Some("my-op-redis-headless"));
+    assert_eq!(spec.hostname, None);
 }
