@@ -135,6 +135,31 @@ impl TestNamespace {
     {
         Api::namespaced(self.client.clone(), &self.name)
     }
+
+    /// The reasons of the namespace's Events (events.k8s.io/v1), of those about the object
+    /// `regarding` (kind, name) when given.
+    pub async fn event_reasons(
+        &self,
+        regarding: Option<(&str, &str)>,
+    ) -> Result<Vec<String>, Error> {
+        let events = self
+            .api::<k8s_openapi::api::events::v1::Event>()
+            .list(&kube::api::ListParams::default())
+            .await
+            .context("listing the Events")?;
+        Ok(events
+            .items
+            .into_iter()
+            .filter(|e| {
+                regarding.is_none_or(|(kind, name)| {
+                    e.regarding.as_ref().is_some_and(|r| {
+                        r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name)
+                    })
+                })
+            })
+            .filter_map(|e| e.reason)
+            .collect())
+    }
 }
 
 impl Drop for TestNamespace {

@@ -11,8 +11,7 @@ use e2e::history::{History, Target, Writer, lost_on_target};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -263,15 +262,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
             "a password in clear in the users: {users}"
         );
     }
-    let reasons: Vec<String> = ns
-        .api::<Event>()
-        .list(&ListParams::default())
-        .await
-        .context("listing the Events")?
-        .items
-        .into_iter()
-        .filter_map(|e| e.reason)
-        .collect();
+    let reasons = ns.event_reasons(None).await?;
     assert!(reasons.iter().any(|r| r == "UsersUpdated"), "{reasons:?}");
     Ok(())
 }

@@ -13,8 +13,7 @@ use e2e::history::{History, Writer, lost_on};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -127,18 +126,6 @@ async fn condition(
         .ok_or_else(|| format!("no {type_} condition"))
 }
 
-async fn event_reasons(ns: &TestNamespace) -> Result<Vec<String>, Error> {
-    Ok(ns
-        .api::<Event>()
-        .list(&ListParams::default())
-        .await
-        .context("listing the Events")?
-        .items
-        .into_iter()
-        .filter_map(|e| e.reason)
-        .collect())
-}
-
 /// Live directives on a running Replication Redis: set on every pod with no pod replaced or
 /// restarted; a value redis-server refuses (`save "often"`) makes Ready False `ConfigRejected`
 /// with Redis's message while the others still apply; removing them all brings Redis's defaults
@@ -194,7 +181,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         }
     })
     .await?;
-    let reasons = event_reasons(&ns).await?;
+    let reasons = ns.event_reasons(None).await?;
     assert!(reasons.iter().any(|r| r == "ConfigApplied"), "{reasons:?}");
     let applied_generation = ns
         .api::<Redis>()
@@ -220,7 +207,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         message.contains("refused save") && message.contains("Invalid save parameters"),
         "Redis's own message: {message}"
     );
-    let reasons = event_reasons(&ns).await?;
+    let reasons = ns.event_reasons(None).await?;
     assert!(reasons.iter().any(|r| r == "ConfigRejected"), "{reasons:?}");
     // The status says which generation's configuration each pod runs: the one before, in full.
     let status = ns

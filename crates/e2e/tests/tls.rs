@@ -14,7 +14,6 @@ use e2e::certs::{Issued, TestCa, redis_dns_names};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -224,15 +223,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
         }
     })
     .await?;
-    let events: Api<Event> = ns.api();
-    let reasons: Vec<String> = events
-        .list(&ListParams::default())
-        .await
-        .context("listing the Events")?
-        .items
-        .into_iter()
-        .filter_map(|e| e.reason)
-        .collect();
+    let reasons = ns.event_reasons(None).await?;
     assert!(
         reasons.iter().any(|r| r == "CertificateReloaded"),
         "{reasons:?}"
