@@ -8,8 +8,8 @@
 #   pause oci-image (the real node's sandbox process, image packer) (hack/cluster/images)
 #   bed-provisioner (the real node's volumes, local directories)   (hack/cluster/provisioner)
 #   bed-firewall (NetworkPolicy enforcement: kube-router's firewall) (hack/cluster/kube-router)
-#   cert-manager-crds/ (YAML, not built: cert-manager's Issuer and Certificate CRDs, which the
-#                       e2e suite needs to apply deploy/)             (hack/cluster/cert-manager)
+#   bed-cert-manager (cert-manager's Certificate, CA and selfSigned issuer controllers) and
+#   cert-manager-crds/ (YAML, not built: its CRDs, which up.sh applies) (hack/cluster/cert-manager)
 #
 # Every build is kept in ${XDG_CACHE_HOME:-$HOME/.cache}/redis-operator/, keyed by
 # tool, version and a hash of the module's go.mod/go.sum/sources, the Go version and
@@ -18,7 +18,7 @@
 #
 #   hack/cluster/build.sh                # all tools
 #   hack/cluster/build.sh etcd kwok      # some of them
-#   hack/cluster/build.sh cert-manager   # only the cert-manager CRDs
+#   hack/cluster/build.sh cert-manager   # bed-cert-manager and cert-manager's CRDs
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -123,6 +123,14 @@ tool_settings() {
       binaries=(bed-firewall)
       ldflags="-s -w"
       ;;
+    cert-manager)
+      # cert-manager's own controllers for Certificates (bed-cert-manager/main.go says why a
+      # main of our own); the version stamp is what its user agent and Events carry.
+      version=$(version_of "$dir" github.com/cert-manager/cert-manager)
+      packages=(./bed-cert-manager)
+      binaries=(bed-cert-manager)
+      ldflags="-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=${version}"
+      ;;
     *)
       log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images provisioner kube-router cert-manager)"
       exit 1
@@ -213,16 +221,20 @@ build_tool() {
   exec {lock_fd}>&-
 }
 
-# cert-manager's CRDs: copied from its module (verified against go.sum) into bin/cert-manager-crds/.
+# cert-manager's CRDs: copied from its module (verified against go.sum) into bin/cert-manager-crds/,
+# all six, as a cert-manager release installs them (bed-cert-manager serves no ACME: its Orders and
+# Challenges are only there to be accepted). up.sh applies them.
 fetch_cert_manager_crds() {
   local dir="${here}/cert-manager" version module_dir crd
   version=$(version_of "$dir" github.com/cert-manager/cert-manager)
   module_dir=$(cd "$dir" && "$GO" mod download -json github.com/cert-manager/cert-manager |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
   [[ -d ${module_dir}/deploy/crds ]] || { log "cert-manager ${version}: no deploy/crds in the module"; exit 1; }
+  rm -rf "${bin_dir}/cert-manager-crds"
   mkdir -p "${bin_dir}/cert-manager-crds"
-  for crd in cert-manager.io_issuers.yaml cert-manager.io_certificates.yaml; do
-    cp -f "${module_dir}/deploy/crds/${crd}" "${bin_dir}/cert-manager-crds/${crd}"
+  for crd in cert-manager.io_{issuers,clusterissuers,certificates,certificaterequests} \
+    acme.cert-manager.io_{orders,challenges}; do
+    cp -f "${module_dir}/deploy/crds/${crd}.yaml" "${bin_dir}/cert-manager-crds/"
   done
   log "cert-manager ${version} CRDs: ${bin_dir}/cert-manager-crds"
   linked+=(cert-manager-crds/)
@@ -234,10 +246,7 @@ if ((${#tools[@]} == 0)); then
   tools=(etcd kwok helm images provisioner kube-router kubernetes cert-manager)
 fi
 for tool in "${tools[@]}"; do
-  if [[ $tool == cert-manager ]]; then
-    fetch_cert_manager_crds
-  else
-    build_tool "$tool"
-  fi
+  build_tool "$tool"
+  [[ $tool != cert-manager ]] || fetch_cert_manager_crds
 done
 log "ready in ${bin_dir}: ${linked[*]}"

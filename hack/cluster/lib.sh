@@ -11,10 +11,10 @@ log_dir="${state_dir}/logs"
 pki_dir="${state_dir}/pki"
 
 # The control plane's components in start order; each real node adds containerd-<node> and
-# kubelet-<node> (node/node.sh), then kube-proxy, bed-provisioner and bed-firewall follow. down.sh stops them
-# in reverse.
+# kubelet-<node> (node/node.sh), then kube-proxy, bed-provisioner, bed-firewall and
+# bed-cert-manager follow. down.sh stops them in reverse.
 control_plane=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
-node_components=(kube-proxy bed-provisioner bed-firewall)
+node_components=(kube-proxy bed-provisioner bed-firewall bed-cert-manager)
 
 # components NODE...: every component of a bed with these real nodes, in start order.
 components() {

@@ -5,7 +5,8 @@
 #   kube-controller-manager, kube-scheduler, kwok simulating two fake nodes so that
 #   scheduled pods become Running and Ready without a container runtime, and REAL_NODES real
 #   nodes (default 3; each its own containerd, runc, CNI bridge and kubelet; one kube-proxy:
-#   node/node.sh) whose pods really run.
+#   node/node.sh) whose pods really run; then the bed's daemons: volumes (bed-provisioner),
+#   NetworkPolicies (bed-firewall), cert-manager's controller and CRDs (bed-cert-manager).
 #
 # Binaries come from hack/cluster/build.sh (cached). State lives in <repo>/.cluster/:
 #   kubeconfig   admin kubeconfig (user "admin", group system:masters)
@@ -132,6 +133,8 @@ log "generating certificates in ${pki_dir}"
   sign kube-controller-manager "/CN=system:kube-controller-manager" "$client_ext"
   sign kube-scheduler "/CN=system:kube-scheduler" "$client_ext"
   sign kwok "/O=system:masters/CN=kwok" "$client_ext"
+  # cert-manager's controller: its own name, so the audit log tells its writes apart.
+  sign bed-cert-manager "/O=system:masters/CN=bed-cert-manager" "$client_ext"
   # Each real node: kubelet's identity (Node authorizer) and its serving certificate. The API
   # server's client certificate for kubelets (logs, exec), kube-proxy's identity.
   for ((i = 0; i < REAL_NODES; i++)); do
@@ -176,7 +179,7 @@ current-context: ${user}@redis-operator-test-bed
 EOF
   chmod 600 "$file"
 }
-for user in kube-controller-manager kube-scheduler kwok kube-proxy; do
+for user in kube-controller-manager kube-scheduler kwok kube-proxy bed-cert-manager; do
   write_kubeconfig "${state_dir}/${user}.kubeconfig" "$user"
 done
 for ((i = 0; i < REAL_NODES; i++)); do
@@ -337,6 +340,22 @@ start bed-firewall \
   --service-cluster-ip-range="${SERVICE_CIDR}" \
   --enable-ipv6=false --health-port=0 --metrics-port=0 --v=1
 wait_until bed-firewall 60 iptables -w -S KUBE-ROUTER-FORWARD
+# cert-manager: its CRDs (all six, as a release installs them) and its own controllers for
+# Certificates with selfSigned and CA issuers (cert-manager/bed-cert-manager/main.go says which and
+# why our own main), as its own user. The label tells the e2e suite that this cert-manager has no
+# cainjector, so the tests fill a caBundle themselves. A failed issuance is retried after 10 s,
+# doubling up to a minute (upstream: an hour, up to 32 hours), within a test's patience.
+failed_component=kube-apiserver
+kubectl apply --server-side --field-manager=test-bed -f "${bin_dir}/cert-manager-crds" >/dev/null
+kubectl label --overwrite -f "${bin_dir}/cert-manager-crds" redis-operator.dev/served-by=bed-cert-manager >/dev/null
+failed_component=""
+wait_until kube-apiserver 60 kubectl wait --for=condition=Established --timeout=2s -f "${bin_dir}/cert-manager-crds"
+start bed-cert-manager \
+  --kubeconfig="${state_dir}/bed-cert-manager.kubeconfig" \
+  --certificate-request-minimum-backoff=10s \
+  --certificate-request-maximum-backoff=1m \
+  --v=2
+wait_until bed-cert-manager 60 grep -q '"all caches synced"' "${log_dir}/bed-cert-manager.log"
 
 # The kubelets evict and taint their node (disk pressure: no pod is scheduled there) once the
 # disk holding .cluster/ has under 1% free (node.sh, evictionHard); a cold build of the workspace

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod bench;
+pub mod cert_manager;
 pub mod certs;
 mod cluster;
 mod crd;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use e2e::cert_manager::CertManager;
 use e2e::operator::{kubectl, workspace_binary};
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, repo_root, seen, wait_for};
 use k8s_openapi::api::admissionregistration::v1::{
@@ -29,10 +30,6 @@ use serde_json::{Value, json};
 const DEPLOY_MANIFEST: &str = "deploy/redis-operator.yaml";
 /// The annotation by which cert-manager's cainjector fills a webhook configuration's caBundle.
 const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
-/// Where `hack/cluster/build.sh` puts cert-manager's CRDs.
-const CERT_MANAGER_CRDS: &str = "bin/cert-manager-crds";
-/// Put on the cert-manager CRDs this suite installs, to tell them from a real cert-manager's.
-const INSTALLED_BY_E2E: &str = "e2e.redis-operator/installed";
 /// Label of no namespace: the webhook configurations of the tests select only it.
 const DUMMY_NAMESPACE_LABEL: &str = "e2e.redis-operator/chart-webhook";
 /// Pods of the chart's Deployments, by component, with the default replicas.
@@ -809,174 +806,56 @@ async fn certificates(
     })
 }
 
-/// Who issues the webhook certificate of deploy/ (rendered with certs.mode=cert-manager).
-enum CertManager {
-    /// The cluster runs cert-manager: the test waits for it.
-    Running,
-    /// It does not (the local bed): the test installs cert-manager's CRDs and does cert-manager's
-    /// two jobs itself, exactly as the manifest asks: it fills the Secret the Certificate names,
-    /// and copies that CA into the webhook configurations that ask for it (cainjector).
-    StandIn,
-}
-
-impl CertManager {
-    fn prepare(cluster: &Cluster) -> Result<Self, Error> {
-        let kubectl_err = |what: &str, reason: String| Error::Process {
-            what: what.to_owned(),
-            reason,
-        };
-        match e2e::operator::run_kubectl(
-            cluster,
-            &["get", "crd", "certificates.cert-manager.io", "-o", "json"],
-        ) {
-            Ok(json) => {
-                let crd: Value = serde_json::from_str(&json)
-                    .map_err(|e| kubectl_err("reading the Certificate CRD", e.to_string()))?;
-                if crd["metadata"]["labels"][INSTALLED_BY_E2E] != "true" {
-                    return Ok(CertManager::Running);
-                }
-            }
-            Err(e) if e.contains("NotFound") || e.contains("not found") => {}
-            Err(e) => return Err(kubectl_err("looking for cert-manager", e)),
-        }
-        let dir = repo_root().join(CERT_MANAGER_CRDS);
-        if !dir.is_dir() {
-            return Err(manifest_error(
-                &dir,
-                "missing: `hack/cluster/build.sh cert-manager` (part of `make tools`) fetches it",
-            ));
-        }
-        let dir_arg = dir.display().to_string();
-        let crds = [
-            "crd/issuers.cert-manager.io",
-            "crd/certificates.cert-manager.io",
-        ];
-        for args in [
-            vec![
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "--field-manager=e2e",
-                "-f",
-                &dir_arg,
-            ],
-            [
-                &["label", "--overwrite"][..],
-                &crds,
-                &[&format!("{INSTALLED_BY_E2E}=true")],
-            ]
-            .concat(),
-            [
-                &["wait", "--for=condition=Established", "--timeout=60s"][..],
-                &crds,
-            ]
-            .concat(),
-        ] {
-            e2e::operator::run_kubectl(cluster, &args)
-                .map_err(|e| kubectl_err("installing cert-manager's CRDs", e))?;
-        }
-        Ok(CertManager::StandIn)
-    }
-
-    async fn issue(
-        &self,
-        cluster: &Cluster,
-        ns: &TestNamespace,
-        release: &str,
-    ) -> Result<(), Error> {
-        let name = format!("{}-webhook", fullname(release));
-        match self {
-            CertManager::Running => {
-                wait_for(
-                    &format!("cert-manager to issue {name} and inject its CA"),
-                    CONVERGE,
-                    || async {
-                        let certs = certificates(cluster, ns, release)
-                            .await
-                            .map_err(|e| e.to_string())?;
-                        match certs.secret.get("ca.crt") {
-                            Some(ca)
-                                if !ca.is_empty()
-                                    && *ca == certs.mutating_ca
-                                    && *ca == certs.validating_ca =>
-                            {
-                                Ok(())
-                            }
-                            _ => Err("not yet".to_owned()),
-                        }
-                    },
-                )
-                .await
-            }
-            CertManager::StandIn => self.stand_in(cluster, ns, &name).await,
-        }
-    }
-
-    async fn stand_in(
-        &self,
-        cluster: &Cluster,
-        ns: &TestNamespace,
-        name: &str,
-    ) -> Result<(), Error> {
-        let json = e2e::operator::run_kubectl(
-            cluster,
-            &["get", "certificate", name, "-n", ns.name(), "-o", "json"],
-        )
-        .map_err(|reason| Error::Process {
-            what: format!("reading Certificate {name}"),
-            reason,
-        })?;
-        let certificate: Value =
-            serde_json::from_str(&json).map_err(|e| manifest_error("(Certificate)", e))?;
-        let secret_name = certificate["spec"]["secretName"]
+/// cert-manager's two jobs for deploy/ (rendered with certs.mode=cert-manager): its controller
+/// issues the Secret the serving Certificate names, and its cainjector copies that CA into the
+/// webhook configurations that ask for it (`cert-manager.io/inject-ca-from`). The bed runs
+/// cert-manager's own controller (`bed-cert-manager`) but builds no cainjector, so there the
+/// test does the injection itself, exactly as the annotation asks.
+async fn issue_and_inject(
+    cluster: &Cluster,
+    cert_manager: CertManager,
+    ns: &TestNamespace,
+    release: &str,
+) -> Result<(), Error> {
+    let name = format!("{}-webhook", fullname(release));
+    let client = cluster.client();
+    let certificate = e2e::cert_manager::wait_ready(&client, ns.name(), &name, CONVERGE).await?;
+    if !cert_manager.injects_ca() {
+        let secret_name = certificate.data["spec"]["secretName"]
             .as_str()
             .ok_or_else(|| manifest_error("(Certificate)", "no spec.secretName"))?;
-        let dns_names: Vec<&str> = certificate["spec"]["dnsNames"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-
-        // Issue: a CA and a serving certificate for the Certificate's DNS names.
-        let dir = repo_root()
-            .join("target")
-            .join("e2e-logs")
-            .join(ns.name())
-            .join("issued");
-        let mut gen_certs = Command::new(workspace_binary("redis-webhook")?);
-        gen_certs.arg("gen-certs").arg("--out").arg(&dir);
-        for dns in &dns_names {
-            gen_certs.args(["--dns", dns]);
-        }
-        run("redis-webhook gen-certs", &mut gen_certs)?;
-        let mut data = BTreeMap::new();
-        for key in ["ca.crt", "tls.crt", "tls.key"] {
-            let path = dir.join(key);
-            let bytes = std::fs::read(&path).map_err(|e| manifest_error(&path, e))?;
-            data.insert(key.to_owned(), k8s_openapi::ByteString(bytes));
-        }
-        let ca = data.get("ca.crt").map(|b| b.0.clone()).unwrap_or_default();
-        let secret = Secret {
-            metadata: kube::api::ObjectMeta {
-                name: Some(secret_name.to_owned()),
-                ..Default::default()
-            },
-            type_: Some("kubernetes.io/tls".to_owned()),
-            data: Some(data),
-            ..Default::default()
-        };
-        ns.api::<Secret>()
-            .create(&Default::default(), &secret)
+        let ca = ns
+            .api::<Secret>()
+            .get(secret_name)
             .await
-            .context("creating the issued Secret")?;
-
-        // Inject: the CA goes where the annotation asks for this Certificate's.
+            .context("reading the issued Secret")?
+            .data
+            .unwrap_or_default()
+            .remove("ca.crt")
+            .map(|b| b.0)
+            .ok_or_else(|| manifest_error("(issued Secret)", "no ca.crt"))?;
         let wanted = format!("{}/{name}", ns.name());
-        let client = cluster.client();
-        inject_ca::<MutatingWebhookConfiguration>(&client, name, &wanted, &ca).await?;
-        inject_ca::<ValidatingWebhookConfiguration>(&client, name, &wanted, &ca).await
+        inject_ca::<MutatingWebhookConfiguration>(&client, &name, &wanted, &ca).await?;
+        inject_ca::<ValidatingWebhookConfiguration>(&client, &name, &wanted, &ca).await?;
     }
+    wait_for(
+        &format!("the CA of {name} in the webhook configurations"),
+        CONVERGE,
+        || async {
+            let certs = certificates(cluster, ns, release)
+                .await
+                .map_err(|e| e.to_string())?;
+            match certs.secret.get("ca.crt") {
+                Some(ca)
+                    if !ca.is_empty() && *ca == certs.mutating_ca && *ca == certs.validating_ca =>
+                {
+                    Ok(())
+                }
+                _ => Err("not yet".to_owned()),
+            }
+        },
+    )
+    .await
 }
 
 /// A Mutating- or ValidatingWebhookConfiguration: where its webhooks are called.
@@ -1336,7 +1215,7 @@ async fn helm_install_upgrade_uninstall() -> Result<(), Error> {
 #[tokio::test]
 async fn deploy_manifest_apply_and_delete() -> Result<(), Error> {
     let (cluster, ns) = setup("chart-apply").await?;
-    let cert_manager = CertManager::prepare(&cluster)?;
+    let cert_manager = CertManager::require(&cluster).await?;
     let release = ns.name().to_owned();
     let values = write_test_values(&ns, &release)?;
     let values_arg = values.display().to_string();
@@ -1358,7 +1237,7 @@ async fn deploy_manifest_apply_and_delete() -> Result<(), Error> {
             reason: e,
         },
     )?;
-    cert_manager.issue(&cluster, &ns, &release).await?;
+    issue_and_inject(&cluster, cert_manager, &ns, &release).await?;
     check_release(&cluster, &ns, &release).await?;
 
     // Deleting the manifest removes the Namespace too; the CRD (deploy/crd.yaml) stays.
