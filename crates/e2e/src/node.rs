@@ -298,6 +298,17 @@ pub fn describe(pods: &[Pod]) -> String {
         .join("; ")
 }
 
+/// The status and reason of the Redis's condition `type_`, if it has one.
+pub fn redis_condition(redis: &Redis, type_: &str) -> Option<(String, String)> {
+    redis
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
 /// How often the pod's first container was restarted.
 pub fn restarts(pod: &Pod) -> i32 {
     pod.status

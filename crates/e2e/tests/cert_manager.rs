@@ -251,16 +251,6 @@ async fn ping(ca: &Path, sni: &str, host: &str, password: &str) -> Result<String
     }
 }
 
-fn redis_condition(redis: &Redis, type_: &str) -> Option<(String, String)> {
-    redis
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone()))
-}
-
 /// The sample as a user applies it: cert-manager issues the Secret the Redis names, the Redis
 /// becomes Ready on it and answers `redis-cli --tls` through its Service; every pod serves a
 /// certificate for its headless name that chains to `ca.crt`. Then a renewal (`cmctl renew`'s
@@ -310,7 +300,7 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
     let redis: Api<Redis> = ns.api();
     wait_for(&format!("Redis {name} Ready"), CONVERGE, || async {
         let stored = redis.get(&name).await.map_err(seen)?;
-        match redis_condition(&stored, "Ready") {
+        match node::redis_condition(&stored, "Ready") {
             Some((status, _)) if status == "True" => Ok(()),
             other => Err(format!("Ready {other:?}")),
         }
@@ -392,7 +382,7 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
         CONVERGE,
         || async {
             let stored = redis.get(&name).await.map_err(seen)?;
-            match redis_condition(&stored, "Certificate") {
+            match node::redis_condition(&stored, "Certificate") {
                 Some((status, reason)) if status == "True" && reason == "Current" => Ok(()),
                 other => Err(format!("{other:?}")),
             }

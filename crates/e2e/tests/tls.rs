@@ -79,16 +79,6 @@ fn leaf_of(ca: &TestCa, issued: &Issued) -> Result<Vec<u8>, Error> {
         .unwrap_or_default())
 }
 
-fn condition(redis: &Redis, type_: &str) -> Option<(String, String)> {
-    redis
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone()))
-}
-
 /// Replication over TLS: only TLS on the port (plaintext refused), `redis-cli --tls` through
 /// the Service, a failover; then a renewal (new key and serial, same CA) in the Secret is served
 /// by every pod, with no container restarted and the replication links up, the controller
@@ -217,7 +207,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     wait_for("the Certificate condition", CONVERGE, || async {
         let stored = redis.get(NAME).await.map_err(seen)?;
-        match condition(&stored, "Certificate") {
+        match node::redis_condition(&stored, "Certificate") {
             Some((status, reason)) if status == "True" && reason == "Current" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -238,7 +228,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     put_tls_secret(&ns, "secure-tls", &ca, &broken).await?;
     wait_for("the Secret to be refused", CONVERGE, || async {
         let stored = redis.get(NAME).await.map_err(seen)?;
-        match condition(&stored, "Certificate") {
+        match node::redis_condition(&stored, "Certificate") {
             Some((status, reason)) if status == "False" && reason == "TLSSecretInvalid" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -289,8 +279,8 @@ async fn mutual_tls_refuses_a_client_without_a_certificate() -> Result<(), Error
         || async {
             let stored = redis.get(NAME).await.map_err(seen)?;
             match (
-                condition(&stored, "Ready"),
-                condition(&stored, "Certificate"),
+                node::redis_condition(&stored, "Ready"),
+                node::redis_condition(&stored, "Certificate"),
             ) {
                 (Some((ready, _)), Some((current, _))) if ready == "True" && current == "True" => {
                     Ok(())
