@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// Longest `Redis` name: it becomes the value of pod labels, which are limited to 63 characters.
 pub const MAX_NAME_LENGTH: usize = 63;
 /// Characters the API server appends to `metadata.generateName`.
-const GENERATED_SUFFIX_LENGTH: usize = 5;
+pub(super) const GENERATED_SUFFIX_LENGTH: usize = 5;
 
 /// `metadata.name`: not one of the policy's `reserved_names`, and short enough to be a pod label
 /// value; or, for a name the API server generates, a `metadata.generateName` prefix that leaves

@@ -3,6 +3,7 @@
 //! have no Service): annotation keys, CIDRs, the settings that only some types take, and the
 //! Redis's name, which names its Services (`<name>`, `<name>-headless`, `<name>-<ordinal>`...).
 
+use super::meta::GENERATED_SUFFIX_LENGTH;
 use super::network_policy::parse_cidr;
 use super::syntax::annotation_key_problem;
 use super::violation::{Violation, shown};
@@ -86,9 +87,7 @@ pub(super) fn service_violations(spec: &RedisSpec) -> Vec<Violation> {
 }
 
 /// Longest Service name: Services are named by DNS-1035 labels.
-const MAX_SERVICE_NAME_LENGTH: usize = 63;
-/// Characters the API server appends to `metadata.generateName`.
-const GENERATED_SUFFIX_LENGTH: usize = 5;
+const MAX_SERVICE_NAME_LENGTH: usize = super::syntax::MAX_LABEL_LENGTH;
 
 /// The Redis's name (or its `generateName` prefix) as its Services need it: a DNS-1035 label
 /// (a Redis may be named `1cache` or `my.cache`, a Service not), with room for the longest suffix
@@ -128,7 +127,11 @@ pub(super) fn service_name_violations(
     }
     let mut suffixes = Vec::new();
     if spec.mode() == Mode::Replication {
-        suffixes.push(("-headless".to_owned(), "in Replication mode"));
+        // The name's longest suffix there (`-replicas` is as long).
+        suffixes.push((
+            crate::pods::headless_service_name(""),
+            "in Replication mode",
+        ));
     }
     if spec.service.as_ref().is_some_and(|s| s.per_pod()) {
         let highest = max_replicas.max(1) - 1;
