@@ -10,6 +10,7 @@
 #   bed-firewall (NetworkPolicy enforcement: kube-router's firewall) (hack/cluster/kube-router)
 #   bed-cert-manager (cert-manager's Certificate, CA and selfSigned issuer controllers) and
 #   cert-manager-crds/ (YAML, not built: its CRDs, which up.sh applies) (hack/cluster/cert-manager)
+#   versitygw (the S3-compatible object store for backups; tool name s3) (hack/cluster/s3)
 #
 # Every build is kept in ${XDG_CACHE_HOME:-$HOME/.cache}/redis-operator/, keyed by
 # tool, version and a hash of the module's go.mod/go.sum/sources, the Go version and
@@ -19,6 +20,7 @@
 #   hack/cluster/build.sh                # all tools
 #   hack/cluster/build.sh etcd kwok      # some of them
 #   hack/cluster/build.sh cert-manager   # bed-cert-manager and cert-manager's CRDs
+#   hack/cluster/build.sh s3             # versitygw
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,6 +48,15 @@ version_of() {
   awk -v m="$2" '($1 == "require" && $2 == m) { print $3; exit } ($1 == m && $2 ~ /^v/) { print $2; exit }' "$1/go.mod"
 }
 
+# module_time MODULE VERSION: the module version's own timestamp (from the Go module proxy's info),
+# so a stamped build date, and with it the cache key, is reproducible.
+module_time() {
+  local info time=""
+  info=$("$GO" mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Info": "\(.*\)",*$/\1/p')
+  [[ ! -f $info ]] || time=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$info")
+  echo "${time:-1970-01-01T00:00:00Z}"
+}
+
 # Build settings of each tool: module dir, packages, binaries, ldflags.
 tool_settings() {
   local tool=$1
@@ -58,12 +69,7 @@ tool_settings() {
       local major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
       # The release's own timestamp, so the build (and its cache key) is reproducible.
       local build_date
-      local info
-      info=$("$GO" mod download -json "k8s.io/kubernetes@${version}" |
-        sed -n 's/^[[:space:]]*"Info": "\(.*\)",*$/\1/p')
-      build_date=""
-      [[ ! -f $info ]] || build_date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$info")
-      [[ -n $build_date ]] || build_date=1970-01-01T00:00:00Z
+      build_date=$(module_time k8s.io/kubernetes "$version")
       tags=selinux,notest,grpcnotrace
       packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
         k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
@@ -131,8 +137,17 @@ tool_settings() {
       binaries=(bed-cert-manager)
       ldflags="-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=${version}"
       ;;
+    s3)
+      # The S3-compatible object store of the backup/restore tests: versitygw, an S3 gateway, with
+      # its posix backend (buckets are directories). Stamped as its Makefile does (`--version`).
+      version=$(version_of "$dir" github.com/versity/versitygw)
+      packages=(github.com/versity/versitygw/cmd/versitygw)
+      binaries=(versitygw)
+      ldflags="-s -w -X main.Version=${version} -X main.Build=${version}"
+      ldflags+=" -X main.BuildTime=$(module_time github.com/versity/versitygw "$version")"
+      ;;
     *)
-      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images provisioner kube-router cert-manager)"
+      log "unknown tool '${tool}' (known: kubernetes etcd kwok helm images provisioner kube-router cert-manager s3)"
       exit 1
       ;;
   esac
@@ -243,7 +258,7 @@ fetch_cert_manager_crds() {
 linked=()
 tools=("$@")
 if ((${#tools[@]} == 0)); then
-  tools=(etcd kwok helm images provisioner kube-router kubernetes cert-manager)
+  tools=(etcd kwok helm images provisioner kube-router kubernetes cert-manager s3)
 fi
 for tool in "${tools[@]}"; do
   build_tool "$tool"

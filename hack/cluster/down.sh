@@ -32,12 +32,15 @@ for ((i = ${#all[@]} - 1; i >= 0; i--)); do
   fi
   log "stopping ${name} (pid ${pid})"
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
+  # versitygw gives requests in flight up to 10 s to finish before it exits.
+  grace=10
+  [[ $name != versitygw ]] || grace=20
+  for _ in $(seq 1 $((grace * 10))); do
     [[ -n $(pid_of "$name") ]] || break
     sleep 0.1
   done
   if [[ -n $(pid_of "$name") ]]; then
-    log "${name} ignored SIGTERM for 10s; sending SIGKILL"
+    log "${name} ignored SIGTERM for ${grace}s; sending SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "${pid_dir}/${name}.pid"

@@ -11,10 +11,16 @@ log_dir="${state_dir}/logs"
 pki_dir="${state_dir}/pki"
 
 # The control plane's components in start order; each real node adds containerd-<node> and
-# kubelet-<node> (node/node.sh), then kube-proxy, bed-provisioner, bed-firewall and
-# bed-cert-manager follow. down.sh stops them in reverse.
+# kubelet-<node> (node/node.sh), then kube-proxy, bed-provisioner, bed-firewall,
+# bed-cert-manager and versitygw (the S3 object store) follow. down.sh stops them in reverse.
 control_plane=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
-node_components=(kube-proxy bed-provisioner bed-firewall bed-cert-manager)
+node_components=(kube-proxy bed-provisioner bed-firewall bed-cert-manager versitygw)
+
+# The S3 object store (versitygw, README "S3 object storage"): its fixed port on the host address
+# 10.88.0.1 (outside the kernel's ephemeral range, where the other ports are picked), its state
+# (data/: one directory per bucket; env: endpoint and keys for the tests; curlrc: the same for curl).
+s3_port=7070
+s3_dir="${state_dir}/s3"
 
 # components NODE...: every component of a bed with these real nodes, in start order.
 components() {

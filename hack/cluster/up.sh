@@ -6,13 +6,16 @@
 #   scheduled pods become Running and Ready without a container runtime, and REAL_NODES real
 #   nodes (default 3; each its own containerd, runc, CNI bridge and kubelet; one kube-proxy:
 #   node/node.sh) whose pods really run; then the bed's daemons: volumes (bed-provisioner),
-#   NetworkPolicies (bed-firewall), cert-manager's controller and CRDs (bed-cert-manager).
+#   NetworkPolicies (bed-firewall), cert-manager's controller and CRDs (bed-cert-manager), and an
+#   S3-compatible object store for backups (versitygw, on 10.88.0.1:7070; s3/env has its keys).
 #
 # Binaries come from hack/cluster/build.sh (cached). State lives in <repo>/.cluster/:
 #   kubeconfig   admin kubeconfig (user "admin", group system:masters)
 #   logs/        one log per component        audit.log   every API write, with its user
 #   pids/        pid files (used by down.sh)  ports.env   the ports picked at start
-# Ports are picked free at start, so several checkouts can run side by side.
+#   s3/          the S3 store's data/, env (endpoint, region, keys, bucket) and curlrc
+# Ports are picked free at start, so several checkouts can run side by side (the S3 store's port
+# is fixed; the real nodes, and so the S3 store's address, are one per machine anyway).
 # Running it again while the bed is up and healthy does nothing.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
@@ -357,6 +360,49 @@ start bed-cert-manager \
   --v=2
 wait_until bed-cert-manager 60 grep -q '"all caches synced"' "${log_dir}/bed-cert-manager.log"
 
+# --- S3 object storage -------------------------------------------------------------------------
+# versitygw (s3/; README "S3 object storage"), the backup/restore tests' object store: an S3 gateway
+# whose posix backend keeps each bucket as a directory of s3/data/. It listens only on the host
+# address, which the host and the real nodes' pods both reach. Its one identity is its root user
+# (every right), with keys made here at random and handed to it in its environment, not its
+# command line; a request not signed with them gets 403. The tests read s3/env (e2e::s3::S3Bed),
+# written once the bucket "backups" exists; s3/curlrc signs curl's requests (README).
+mkdir -p "${s3_dir}/data"
+chmod 700 "$s3_dir"
+s3_access_key=$(openssl rand -hex 10 | tr a-f A-F)
+s3_secret_key=$(openssl rand -hex 20)
+s3_endpoint="http://${HOST_IP}:${s3_port}"
+# curl 7.88's --aws-sigv4 signs the body's hash but does not send it, and versitygw wants the
+# header on every request: UNSIGNED-PAYLOAD (the body is not hashed, the headers still signed).
+(
+  umask 077
+  printf '%s\n' 'aws-sigv4 = "aws:amz:us-east-1:s3"' "user = \"${s3_access_key}:${s3_secret_key}\"" \
+    'header = "x-amz-content-sha256: UNSIGNED-PAYLOAD"' >"${s3_dir}/curlrc"
+)
+s3_curl() { curl --config "${s3_dir}/curlrc" --silent --show-error --fail --max-time 5 "$@"; }
+# versitygw also reads settings from its environment (VGW_*, and LOGFILE or WEBHOOK would send
+# its access log to a file or a URL): only the keys given here.
+unset "${!VGW_@}" LOGFILE WEBHOOK ROOT_ACCESS_KEY ROOT_SECRET_KEY
+ROOT_ACCESS_KEY_ID=$s3_access_key ROOT_SECRET_ACCESS_KEY=$s3_secret_key start versitygw \
+  --port "${HOST_IP}:${s3_port}" \
+  --region us-east-1 \
+  posix "${s3_dir}/data"
+wait_until versitygw 30 s3_curl --output /dev/null "${s3_endpoint}/"
+failed_component=versitygw
+s3_curl --output /dev/null --request PUT "${s3_endpoint}/backups"
+failed_component=""
+(
+  umask 077
+  cat >"${s3_dir}/env.tmp" <<EOF
+S3_ENDPOINT=${s3_endpoint}
+S3_REGION=us-east-1
+S3_ACCESS_KEY_ID=${s3_access_key}
+S3_SECRET_ACCESS_KEY=${s3_secret_key}
+S3_BUCKET=backups
+EOF
+  mv -f "${s3_dir}/env.tmp" "${s3_dir}/env"
+)
+
 # The kubelets evict and taint their node (disk pressure: no pod is scheduled there) once the
 # disk holding .cluster/ has under 1% free (node.sh, evictionHard); a cold build of the workspace
 # alone takes ~16 GB. Said here, where it can still be understood.
@@ -368,3 +414,4 @@ fi
 log "up: $(kubectl version 2>/dev/null | tr '\n' ' ')"
 log "nodes: $(kubectl get nodes --no-headers 2>/dev/null | awk '{print $1 "=" $2}' | tr '\n' ' ')"
 log "export KUBECONFIG=${state_dir}/kubeconfig   (logs: ${log_dir}, audit log: ${state_dir}/audit.log)"
+log "S3: ${s3_endpoint}, bucket backups (keys: ${s3_dir}/env; curl --config ${s3_dir}/curlrc ${s3_endpoint}/backups)"

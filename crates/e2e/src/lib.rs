@@ -24,6 +24,7 @@ mod namespace;
 pub mod node;
 pub mod operator;
 pub mod pods;
+pub mod s3;
 mod wait;
 
 pub use cluster::{Cluster, pinned_kubernetes_version, repo_root};
