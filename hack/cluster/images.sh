@@ -17,7 +17,10 @@
 #                                          (IMAGE_PROFILE's directory when set, debug
 #                                          info stripped from a dev build; CARGO_TARGET_DIR
 #                                          honoured), as `make docker-build` names
-#                                          them: the binary in /usr/local/bin, uid 65532
+#                                          them: the binary in /usr/local/bin, uid 65532; the
+#                                          controller's image also carries redis-backup (its
+#                                          backup Jobs and restore init containers run it) and
+#                                          Debian's CA bundle, as distroless/cc does
 #
 # Each image is packed by bin/oci-image (hack/cluster/images) into bin/images/NAME.tar, rebuilt
 # only when its inputs change, and imported when the bed is up (skipped with a note otherwise).
@@ -144,14 +147,22 @@ build_operator() {
   target=${CARGO_TARGET_DIR:-${cluster_root}/target}/${dir}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' RETURN
+  local carried extra=()
   for binary in redis-controller redis-webhook; do
-    [[ -x ${target}/${binary} ]] || { log "no ${target}/${binary}: run 'cargo build --profile ${profile} --bins' first"; exit 1; }
     img=$img_controller
-    [[ $binary == redis-controller ]] || img=$img_webhook
-    copy_binary "${work}/${binary}" "${target}/${binary}" "/usr/local/bin/${binary}"
-    # A dev build carries ~200 MB of debug info per binary: not into three containerds.
-    [[ $profile != dev ]] || strip --strip-debug "${work}/${binary}/usr/local/bin/${binary}"
+    extra=(redis-backup)
+    [[ $binary == redis-controller ]] || { img=$img_webhook; extra=(); }
+    for carried in "$binary" "${extra[@]}"; do
+      [[ -x ${target}/${carried} ]] || { log "no ${target}/${carried}: run 'cargo build --profile ${profile} --bins' first"; exit 1; }
+      copy_binary "${work}/${binary}" "${target}/${carried}" "/usr/local/bin/${carried}"
+      # A dev build carries ~200 MB of debug info per binary: not into three containerds.
+      [[ $profile != dev ]] || strip --strip-debug "${work}/${binary}/usr/local/bin/${carried}"
+    done
     base_files "${work}/${binary}" nonroot 65532
+    # The CA bundle distroless/cc carries (Debian's ca-certificates): redis-backup's HTTP client
+    # loads the system's roots when it starts, for https endpoints, and refuses to start without.
+    [[ $binary != redis-controller ]] ||
+      install -D -m 0644 /etc/ssl/certs/ca-certificates.crt "${work}/${binary}/etc/ssl/certs/ca-certificates.crt"
     pack "$binary" "${work}/${binary}" --tag "$img" --user 65532:65532 --entrypoint "/usr/local/bin/${binary}"
     import "$binary"
   done

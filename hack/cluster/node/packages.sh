@@ -16,7 +16,8 @@
 set -euo pipefail
 
 packages=(containerd runc containernetworking-plugins iptables iproute2 conntrack ethtool
-  socat kmod mount util-linux ipset redis-server redis-tools redis-sentinel binutils)
+  socat kmod mount util-linux ipset redis-server redis-tools redis-sentinel binutils
+  ca-certificates)
 unpacked=(prometheus-redis-exporter)
 debs_dir=${REDIS_OPERATOR_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/redis-operator}/debs
 
