@@ -4,8 +4,9 @@ VERSION ?= v$(shell cat .version)
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 
-# Where the generated CRD is committed (crates/api/src/crd.rs checks both in `make test`).
-CRD_FILES := charts/redis-operator/crds/redis.yaml deploy/crd.yaml
+# Where the generated CRDs are committed (crates/api/src/crd.rs checks them in `make test`): each
+# in the chart's crds/<stem>.yaml, all of them in deploy/crd.yaml.
+CRD_STEMS := redis redisbackup
 # The chart rendered with its defaults but certs.mode=cert-manager, so it holds no certificate
 # (hack/render-deploy.sh; crates/e2e/tests/chart.rs checks it in `make test`).
 DEPLOY_MANIFEST := deploy/redis-operator.yaml
@@ -51,10 +52,13 @@ lint: ## Check formatting, run clippy with warnings as errors, check for import 
 	bin/hadolint Dockerfile.controller Dockerfile.webhook
 
 .PHONY: manifests
-manifests: $(HELM) ## Generate the CRD from the Rust types into the chart and deploy/, and render the chart into deploy/.
+manifests: $(HELM) ## Generate the CRDs from the Rust types into the chart and deploy/, and render the chart into deploy/.
 	@tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
-	$(CARGO) run $(CARGO_FLAGS) -q -p api --bin crdgen > "$$tmp"; \
-	for f in $(CRD_FILES); do mkdir -p "$$(dirname "$$f")"; cp "$$tmp" "$$f"; echo "wrote $$f"; done
+	$(CARGO) build $(CARGO_FLAGS) -q -p api --bin crdgen; \
+	for stem in $(CRD_STEMS); do \
+		$(CARGO) run $(CARGO_FLAGS) -q -p api --bin crdgen -- "$$stem" > "$$tmp" && cp "$$tmp" "charts/redis-operator/crds/$$stem.yaml" && echo "wrote charts/redis-operator/crds/$$stem.yaml"; \
+	done; \
+	$(CARGO) run $(CARGO_FLAGS) -q -p api --bin crdgen > "$$tmp" && cp "$$tmp" deploy/crd.yaml && echo "wrote deploy/crd.yaml"
 	@tmp=$$(mktemp); trap 'rm -f "$$tmp"' EXIT; \
 	HELM=$(HELM) hack/render-deploy.sh > "$$tmp" && cp "$$tmp" $(DEPLOY_MANIFEST) && echo "wrote $(DEPLOY_MANIFEST)"
 
@@ -249,3 +253,18 @@ bench-failover: ## Print time to a writable new primary and acknowledged writes 
 	$(CLUSTER_SCRIPTS)/node/packages.sh
 	$(CARGO) build --release $(CARGO_FLAGS) --bins
 	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-failover -- $(BENCH_ARGS)
+
+# `make bench-backup SIZE_MB=1024 ROUNDS=3`: a local redis-server holding SIZE_MB MiB, ROUNDS
+# backups by each tool (3 here, not chaos's ROUNDS default), BENCH_ARGS after them (`--help` lists
+# them). Needs the bed's S3 server (.cluster/s3/env, written by `make cluster-up`); the AWS CLI is
+# PyPI's awscli at AWSCLI_VERSION in a cached venv (hack/tools/awscli.sh).
+SIZE_MB ?= 1024
+AWSCLI_VERSION ?= 1.46.2
+
+.PHONY: bench-backup
+bench-backup: ROUNDS = 3
+bench-backup: ## Print MiB/s and peak RSS of redis-backup backing up a SIZE_MB MiB redis-server into the bed's bucket vs redis-cli --rdb piped into the AWS CLI (asserts nothing).
+	@test -s .cluster/s3/env || { echo "bench-backup: no .cluster/s3/env: start the test bed (make cluster-up) for its S3 server"; exit 1; }
+	hack/tools/awscli.sh $(AWSCLI_VERSION)
+	$(CARGO) build --release $(CARGO_FLAGS) -p backup --bin redis-backup
+	E2E_PROFILE=release $(CARGO) run $(CARGO_FLAGS) -p e2e --bin bench-backup -- --size-mb $(SIZE_MB) --rounds $(ROUNDS) $(BENCH_ARGS)

@@ -81,7 +81,7 @@ start() {
   cargo build --locked -q --bins
   make -s certs
   "$kubectl" apply --server-side --force-conflicts -f deploy/crd.yaml >/dev/null
-  "$kubectl" wait --for condition=Established crd/redis.myapp.tangx.in --timeout=60s >/dev/null
+  "$kubectl" wait --for condition=Established crd/redis.myapp.tangx.in crd/redisbackups.myapp.tangx.in --timeout=60s >/dev/null
   stop
   mkdir -p "$run_dir"
 

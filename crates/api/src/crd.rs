@@ -1,20 +1,46 @@
-//! The CustomResourceDefinition, generated from the Rust types (never hand-edited).
-//! `crdgen` prints it; `make manifests` writes it to the chart and to `deploy/`.
+//! The CustomResourceDefinitions, generated from the Rust types (never hand-edited).
+//! `crdgen` prints them; `make manifests` writes each to the chart's `crds/` and all of them to
+//! `deploy/crd.yaml`.
 
 use crate::Error;
+use crate::backup::RedisBackup;
 use crate::types::Redis;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-/// Files that hold the committed copy of the generated CRD, relative to the repository root.
-pub const COMMITTED_CRD_PATHS: [&str; 2] =
-    ["charts/redis-operator/crds/redis.yaml", "deploy/crd.yaml"];
+/// Where the chart keeps each CRD, as `<stem>.yaml` (helm installs them before anything else).
+pub const CHART_CRD_DIR: &str = "charts/redis-operator/crds";
+/// The one file holding every CRD, for `kubectl apply -f deploy/crd.yaml`.
+pub const DEPLOY_CRD_PATH: &str = "deploy/crd.yaml";
 
 const HEADER: &str = "# Generated from crates/api by `make manifests` (cargo run -p api --bin crdgen). Do not edit.\n";
 
-/// The CRD as YAML, with a header saying where it comes from.
-pub fn crd_yaml() -> Result<String, Error> {
-    let body = serde_norway::to_string(&Redis::crd()).map_err(Error::RenderCrd)?;
-    Ok(format!("{HEADER}{body}"))
+/// Every CRD the operator serves, by the file stem of its copy in [`CHART_CRD_DIR`].
+pub fn crds() -> Vec<(&'static str, CustomResourceDefinition)> {
+    vec![("redis", Redis::crd()), ("redisbackup", RedisBackup::crd())]
+}
+
+/// The stems [`crds`] knows.
+pub fn stems() -> Vec<&'static str> {
+    crds().into_iter().map(|(stem, _)| stem).collect()
+}
+
+/// One CRD as YAML (`None`: no CRD has that stem), with a header saying where it comes from.
+pub fn crd_yaml(stem: &str) -> Result<Option<String>, Error> {
+    let Some((_, crd)) = crds().into_iter().find(|(s, _)| *s == stem) else {
+        return Ok(None);
+    };
+    let body = serde_norway::to_string(&crd).map_err(Error::RenderCrd)?;
+    Ok(Some(format!("{HEADER}{body}")))
+}
+
+/// Every CRD as one multi-document YAML ([`DEPLOY_CRD_PATH`]).
+pub fn all_crds_yaml() -> Result<String, Error> {
+    let bodies = crds()
+        .iter()
+        .map(|(_, crd)| serde_norway::to_string(crd).map_err(Error::RenderCrd))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(format!("{HEADER}{}", bodies.join("---\n")))
 }
 
 #[cfg(test)]
@@ -150,18 +176,35 @@ mod tests {
     }
 
     #[test]
-    fn committed_crd_files_match_the_generated_one() {
-        let generated = crd_yaml().expect("crd renders");
+    fn committed_crd_files_match_the_generated_ones() {
         // The runtime value first: a target dir shared between clones may not recompile this test.
         let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
             .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
         let root = manifest_dir.join("../..");
-        for path in COMMITTED_CRD_PATHS {
-            let committed = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+        let mut expected = vec![(
+            DEPLOY_CRD_PATH.to_owned(),
+            all_crds_yaml().expect("crds render"),
+        )];
+        for stem in stems() {
+            expected.push((
+                format!("{CHART_CRD_DIR}/{stem}.yaml"),
+                crd_yaml(stem).expect("crd renders").expect("known stem"),
+            ));
+        }
+        for (path, generated) in expected {
+            let committed = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
             assert!(
                 committed == generated,
                 "{path} differs from the CRD generated from crates/api; run `make manifests` and commit the result"
             );
         }
+        let in_chart = std::fs::read_dir(root.join(CHART_CRD_DIR))
+            .expect("the chart's crds/")
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter_map(|f| f.strip_suffix(".yaml").map(str::to_owned))
+            .filter(|stem| !stems().contains(&stem.as_str()))
+            .collect::<Vec<_>>();
+        assert!(in_chart.is_empty(), "CRDs no type generates: {in_chart:?}");
     }
 }

@@ -54,7 +54,8 @@ impl RedisSpec {
     /// `mode` itself is never filled (a tutorial manifest gets exactly the four fields it always
     /// got); `spec.replication` is filled only in Replication mode (whole when absent, else its
     /// missing keys) but for `minReplicasToWrite`, whose default follows `replicas` and is never
-    /// stored; and `spec.auth.secretRef.key` whenever `spec.auth` is set.
+    /// stored; `spec.auth.secretRef.key` whenever `spec.auth` is set; and `spec.backup.keep`
+    /// whenever `spec.backup.schedule` is.
     pub fn missing_defaults(&self) -> Vec<FieldDefault> {
         let mut missing = Vec::new();
         let mut fill = |path: &'static [&'static str], absent: bool, value: Value| {
@@ -98,6 +99,14 @@ impl RedisSpec {
                 DEFAULT_SECRET_KEY.into(),
             );
         }
+        // How many scheduled backups are kept, shown where a schedule is set (§3o).
+        if let Some(backup) = &self.backup {
+            fill(
+                &["backup", "keep"],
+                backup.schedule.is_some() && backup.keep.is_none(),
+                crate::backup::DEFAULT_KEEP.into(),
+            );
+        }
         missing
     }
 
@@ -119,8 +128,16 @@ impl RedisSpec {
                 .get_or_insert_with(|| DEFAULT_SECRET_KEY.to_owned());
             auth
         });
+        let backup = self.backup.as_ref().map(|backup| {
+            let mut backup = backup.clone();
+            if backup.schedule.is_some() {
+                backup.keep.get_or_insert(crate::backup::DEFAULT_KEEP);
+            }
+            backup
+        });
         RedisSpec {
             replicas: Some(self.replicas()),
+            backup,
             image: Some(self.image().to_owned()),
             port: Some(self.port()),
             image_pull_policy: Some(self.image_pull_policy()),

@@ -20,12 +20,15 @@
 //! - §3m Redis's own configuration (the directives, their values, live or restart, the derived
 //!   maxmemory): [`config`].
 //! - §3n how clients reach a Redis (its client Service's type and settings): [`service`].
+//! - §3o backups and restores (the `RedisBackup` kind, `spec.backup`, `spec.restore`, object
+//!   keys and labels): [`backup`].
 //!
 //! The modules form layers, each using only those below it: [`schema`] and [`secret`]; then
 //! [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s,
-//! [`acl`]'s and [`service`]'s spec types) and [`pods`]; [`defaults`] and [`config`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
+//! [`acl`]'s, [`service`]'s and [`backup`]'s spec types) and [`pods`]; [`defaults`] and [`config`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod acl;
+pub mod backup;
 pub mod config;
 pub mod crd;
 pub mod defaults;
@@ -42,6 +45,7 @@ pub mod types;
 pub mod validation;
 
 pub use acl::{AclSpec, AclUser, DefaultUser};
+pub use backup::{BackupSpec, RedisBackup, RedisBackupSpec, RedisBackupStatus, RestoreSpec};
 pub use exporter::ExporterSpec;
 pub use network_policy::NetworkPolicySpec;
 pub use storage::{RetentionPolicy, RetentionSpec, StorageSpec};

@@ -177,6 +177,14 @@ pub struct RedisSpec {
     /// Extra annotations on every pod, e.g. for a service mesh or a backup tool. Keys under myapp.tangx.in/ are the operator's and cannot be set here. A change replaces the pods one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_annotations: Option<BTreeMap<String, String>>,
+
+    /// Backups of this Redis to S3-compatible object storage: where they go (`destination`), and optionally a cron `schedule` with how many to `keep`. A backup by hand is a RedisBackup naming this Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<crate::backup::BackupSpec>,
+
+    /// Start from a backup: `backupName` (a Succeeded RedisBackup in this namespace) or `location` (s3://<bucket>/<key>, read with spec.backup.destination). Honoured once, when the Redis is created (in Replication mode its first pod is restored and the others sync from it); it cannot be changed afterwards. Not set: the pods start empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<crate::backup::RestoreSpec>,
 }
 
 /// How the pods of a Redis relate to each other.

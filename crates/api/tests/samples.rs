@@ -90,6 +90,49 @@ fn the_replication_sample_is_valid_quiet_and_brings_its_secret() {
 }
 
 #[test]
+fn the_backup_sample_is_valid_and_restores_from_its_own_backup() {
+    let docs = documents("redis-backup.yaml");
+    let redis: Vec<Redis> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Redis")
+        .map(|d| serde_json::from_value(d.clone()).expect("Redis decodes"))
+        .collect();
+    assert_eq!(redis.len(), 2);
+    for r in &redis {
+        let verdict = Policy::default().validate_create(r);
+        assert!(verdict.allowed(), "{}", verdict.message());
+    }
+    let backup: api::RedisBackup = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "RedisBackup")
+            .cloned()
+            .expect("a RedisBackup"),
+    )
+    .expect("RedisBackup decodes");
+    assert_eq!(backup.spec.redis_name, "my-saved-redis");
+    let restore = redis[1].spec.restore.as_ref().expect("restore");
+    assert_eq!(
+        restore.backup_name.as_deref(),
+        backup.metadata.name.as_deref()
+    );
+    let secret = docs
+        .iter()
+        .find(|d| d["kind"] == "Secret")
+        .expect("the credentials");
+    let destination = &redis[0].spec.backup.as_ref().expect("backup").destination;
+    assert_eq!(
+        secret["metadata"]["name"],
+        destination.s3.credentials_secret_ref.name.as_str()
+    );
+    for key in [
+        api::backup::ACCESS_KEY_ID_KEY,
+        api::backup::SECRET_ACCESS_KEY_KEY,
+    ] {
+        assert!(secret["stringData"][key].is_string(), "{key}");
+    }
+}
+
+#[test]
 fn each_invalid_sample_is_refused_for_the_reason_its_comment_gives() {
     // (sample, field, what the webhook would say, what the sample's comment quotes)
     for (file, field, says, quoted) in [

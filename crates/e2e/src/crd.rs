@@ -11,29 +11,53 @@ use crate::{Error, seen, wait_for};
 /// Field manager of everything the e2e suite applies.
 pub const FIELD_MANAGER: &str = "redis-operator-e2e";
 
-/// The committed CRD (`deploy/crd.yaml`, written by `make manifests`).
-pub fn redis_crd() -> Result<CustomResourceDefinition, Error> {
+/// The committed CRDs (`deploy/crd.yaml`, written by `make manifests`: `Redis`, `RedisBackup`).
+pub fn crds() -> Result<Vec<CustomResourceDefinition>, Error> {
     let path = repo_root().join("deploy").join("crd.yaml");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::Manifest {
         path: path.clone(),
         reason: format!("{e} (run `make manifests`)"),
     })?;
-    serde_norway::from_str(&text).map_err(|e| Error::Manifest {
-        path,
-        reason: e.to_string(),
-    })
+    serde_norway::Deserializer::from_str(&text)
+        .map(|doc| {
+            serde::Deserialize::deserialize(doc).map_err(|e: serde_norway::Error| Error::Manifest {
+                path: path.clone(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
 }
 
-/// Installs `deploy/crd.yaml` with server-side apply (fixed field manager, forced: safe to run
-/// from many tests at once) and waits until the API server serves it (Established).
-pub async fn install_redis_crd(client: &Client) -> Result<CustomResourceDefinition, Error> {
-    let crd = redis_crd()?;
+/// The committed `Redis` CRD.
+pub fn redis_crd() -> Result<CustomResourceDefinition, Error> {
+    crds()?
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "Redis")
+        .ok_or_else(|| Error::Manifest {
+            path: repo_root().join("deploy").join("crd.yaml"),
+            reason: "no Redis CRD in it (run `make manifests`)".to_owned(),
+        })
+}
+
+/// Installs every CRD of `deploy/crd.yaml` with server-side apply (fixed field manager, forced:
+/// safe to run from many tests at once) and waits until the API server serves them (Established).
+pub async fn install_crds(client: &Client) -> Result<(), Error> {
+    for crd in crds()? {
+        install_crd(client, &crd).await?;
+    }
+    Ok(())
+}
+
+async fn install_crd(
+    client: &Client,
+    crd: &CustomResourceDefinition,
+) -> Result<CustomResourceDefinition, Error> {
     let name = crd.metadata.name.clone().unwrap_or_default();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.patch(
         &name,
         &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&crd),
+        &Patch::Apply(crd),
     )
     .await
     .context(format!("applying CRD {name} from deploy/crd.yaml"))?;

@@ -28,7 +28,7 @@ pub mod s3;
 mod wait;
 
 pub use cluster::{Cluster, pinned_kubernetes_version, repo_root};
-pub use crd::{FIELD_MANAGER, install_redis_crd, redis_crd, redis_resource};
+pub use crd::{FIELD_MANAGER, install_crds, redis_crd, redis_resource};
 pub use error::{Context, Error};
 pub use namespace::{E2E_LABEL, KEEP_ENV, NamespaceOptions, TestNamespace};
 pub use wait::{seen, wait_for, wait_not_ready_because};

@@ -242,7 +242,7 @@ async fn pod_security_admission_rejects_a_privileged_pod() -> Result<(), Error> 
 #[tokio::test]
 async fn redis_crd_schema_is_enforced_by_the_api_server() -> Result<(), Error> {
     let cluster = Cluster::connect().await?;
-    e2e::install_redis_crd(&cluster.client()).await?;
+    e2e::install_crds(&cluster.client()).await?;
     let ns = cluster.namespace("crd-schema").await?;
     let redis: Api<DynamicObject> =
         Api::namespaced_with(cluster.client(), ns.name(), &redis_resource());

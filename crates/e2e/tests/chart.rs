@@ -683,7 +683,7 @@ impl Drop for ReleaseGuard {
 #[tokio::test]
 async fn kubectl_scale_is_judged_by_the_schema_and_the_webhook() -> Result<(), Error> {
     let cluster = Cluster::connect().await?;
-    e2e::install_redis_crd(&cluster.client()).await?;
+    e2e::install_crds(&cluster.client()).await?;
     let ns = cluster.namespace("chart-scale").await?;
     let redis: Api<api::Redis> = ns.api();
     redis
@@ -737,7 +737,7 @@ async fn kubectl_scale_is_judged_by_the_schema_and_the_webhook() -> Result<(), E
 async fn setup(prefix: &str) -> Result<(Cluster, TestNamespace), Error> {
     let cluster = Cluster::connect().await?;
     // Forced server-side apply with the suite's field manager: safe while other tests do it too.
-    e2e::install_redis_crd(&cluster.client()).await?;
+    e2e::install_crds(&cluster.client()).await?;
     let ns = cluster
         .namespace_with(
             prefix,

@@ -325,7 +325,7 @@ fn helm() -> std::path::PathBuf {
 async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
     let cluster = Cluster::connect().await?;
     node::require_real_node(&cluster).await?;
-    e2e::install_redis_crd(&cluster.client()).await?;
+    e2e::install_crds(&cluster.client()).await?;
     // The release's webhooks only see namespaces labelled for it, so other tests never meet them.
     let selector_label = "e2e.redis-operator/real-node-release";
     let ns = cluster

@@ -28,10 +28,13 @@
 //!   about maxmemory and the memory limit (§3m).
 //! - `service`: `spec.service`'s annotations, CIDRs, and the settings only some types take
 //!   (§3n).
+//! - `backup`: `spec.backup`'s destination, schedule and count, and `spec.restore`, which is
+//!   never changed after creation (§3o).
 //! - `syntax`: the syntax of Kubernetes names, label keys and values, which the others check.
 
 mod acl;
 mod auth;
+mod backup;
 mod config;
 mod exporter;
 mod image;
@@ -143,6 +146,10 @@ impl Policy {
         verdict
             .violations
             .extend(acl::acl_update_violations(&new.spec, &old.spec));
+        // The restore happened (or not) when the Redis was created (never ratcheted).
+        verdict
+            .violations
+            .extend(backup::restore_update_violations(&new.spec, &old.spec));
         let violations = self.object_violations(new, &image);
         if violations.is_empty() {
             return verdict;
@@ -221,6 +228,7 @@ impl Policy {
         violations.extend(acl::acl_violations(spec));
         violations.extend(config::config_violations(spec));
         violations.extend(service::service_violations(spec));
+        violations.extend(backup::backup_violations(spec));
         violations
     }
 

@@ -49,7 +49,7 @@ impl Operator {
         ns: &TestNamespace,
         controller_args: &[&str],
     ) -> Result<Self, Error> {
-        crate::install_redis_crd(&cluster.client()).await?;
+        crate::install_crds(&cluster.client()).await?;
         let webhook = Webhook::start(cluster, ns, &[]).await?;
         let identity = ControllerIdentity::create(cluster, ns).await?;
         let mut controller =
