@@ -47,6 +47,9 @@ pub struct CachedPod {
     /// The redis.conf directives the redis container was started with (`--name` options of its
     /// args; DESIGN §3m): a live one the spec no longer sets is set back to its default.
     pub start_config: Vec<&'static str>,
+    /// The restore step (`spec.restore`, §3o) failed: its init container's last termination
+    /// message (cut and escaped), while it has not succeeded since.
+    pub restore_failure: Option<String>,
 }
 
 /// What the cache keeps of a container's status.
@@ -119,6 +122,12 @@ impl CachedPod {
                     && c.reason.as_deref() == Some("DeletionByTaintManager")
             }),
             unschedulable: conditions.into_iter().find_map(unschedulable),
+            restore_failure: status
+                .init_container_statuses
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.name == api::backup::RESTORE_CONTAINER)
+                .and_then(restore_failure),
             containers: status
                 .container_statuses
                 .unwrap_or_default()
@@ -144,6 +153,26 @@ pub fn event(event: watcher::Event<Pod>) -> watcher::Event<CachedPod> {
         watcher::Event::InitApply(pod) => watcher::Event::InitApply(CachedPod::from_pod(pod)),
         watcher::Event::InitDone => watcher::Event::InitDone,
     }
+}
+
+/// Why the restore init container failed: its current termination (a non-zero exit), or the
+/// last one while it waits to run again; `None` once it succeeded or while it first runs.
+fn restore_failure(c: ContainerStatus) -> Option<String> {
+    let failed = |state: Option<ContainerState>| {
+        state
+            .and_then(|s| s.terminated)
+            .filter(|t| t.exit_code != 0)
+            .map(|t| {
+                t.message
+                    .filter(|m| !m.trim().is_empty())
+                    .or(t.reason)
+                    .unwrap_or_else(|| format!("exit code {}", t.exit_code))
+            })
+    };
+    let waiting = c.state.as_ref().is_some_and(|s| s.waiting.is_some());
+    let message = failed(c.state).or_else(|| waiting.then(|| failed(c.last_state)).flatten())?;
+    // Cut and escaped: the message may quote what the tenant's object store answered.
+    Some(api::validation::shown(message.trim()))
 }
 
 /// The message of a PodScheduled condition saying no node fits.

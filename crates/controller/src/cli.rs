@@ -74,6 +74,11 @@ pub struct Cli {
     )]
     pub operator_pod_labels: Vec<(String, String)>,
 
+    /// The image whose `redis-backup` the backup Jobs and the restore step run (DESIGN §3o): the
+    /// operator's own controller image, which carries it (the chart passes its image).
+    #[arg(long, env = "REDIS_CONTROLLER_BACKUP_IMAGE", default_value = concat!("ghcr.io/tangx/redis-controller:v", env!("CARGO_PKG_VERSION")))]
+    pub backup_image: String,
+
     /// Log format.
     #[arg(long, env = "REDIS_CONTROLLER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -74,6 +74,10 @@ pub enum Error {
     #[error("redis-server of pod {pod}: {reason}")]
     RedisState { pod: String, reason: String },
 
+    /// A backup's step awaits a Job (the delete of its object).
+    #[error("backup: waiting for {0}")]
+    BackupPending(String),
+
     /// The ACL step could not build what it keeps (no randomness for a password, say).
     #[error("ACL users: {0}")]
     Acl(String),
@@ -96,6 +100,7 @@ impl Error {
             } if status.code == 409 => "conflict",
             Error::Child { .. } => "child",
             Error::PodsRemaining(_) => "pods_remaining",
+            Error::BackupPending(_) => "backup_pending",
             Error::PodNameConflict(_) => "pod_name_conflict",
             Error::NameConflict { .. } => "name_conflict",
             Error::IncompleteObject(_) => "incomplete_object",
@@ -107,7 +112,7 @@ impl Error {
     /// How a reconcile that failed with this error is retried.
     pub fn retry_class(&self) -> RetryClass {
         match self {
-            Error::PodsRemaining(_) => RetryClass::Waiting,
+            Error::PodsRemaining(_) | Error::BackupPending(_) => RetryClass::Waiting,
             // A redis-server loading its dataset (after a full sync, or from disk) refuses
             // REPLICAOF and CONFIG until it is done, which takes minutes for a large one. That
             // is waiting, not failing: backing off would stretch each pass's wait towards five

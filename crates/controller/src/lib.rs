@@ -12,6 +12,8 @@
 //! - [`acl`]: ACL users: the operator's own users and Secret, every user set live on the pods
 //!   (§3l).
 //! - [`config`]: Redis's own configuration: the directives set live on the pods (§3m).
+//! - [`backup`]: backups to object storage (the `RedisBackup` reconciler, its Jobs, the
+//!   schedules) and the restore of a new Redis from one (§3o).
 //! - [`replication`]: roles, failover and switchover in Replication mode (§3b, §9).
 //! - [`redis_server`]: the one client of the pods' redis-servers.
 //! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, Events, conditions,
@@ -22,6 +24,7 @@
 
 pub mod acl;
 pub mod auth;
+pub mod backup;
 pub mod cached;
 pub mod children;
 pub mod cli;

@@ -13,8 +13,33 @@ pub struct ReasonLabels {
     pub reason: &'static str,
 }
 
+/// A Redis, for the backup metrics (one series per Redis that was backed up).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RedisLabels {
+    pub namespace: String,
+    pub redis: String,
+}
+
+/// A backup's result (`succeeded` or `failed`), per Redis.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BackupResultLabels {
+    pub namespace: String,
+    pub redis: String,
+    pub result: &'static str,
+}
+
+/// The backups (`RedisBackup`, DESIGN §3o): by result, the last success, bytes and duration.
+#[derive(Default)]
+pub struct BackupMetrics {
+    pub finished: Family<BackupResultLabels, Counter>,
+    pub last_success: Family<RedisLabels, Gauge>,
+    pub bytes: Family<RedisLabels, Gauge>,
+    pub duration: Family<RedisLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+}
+
 pub struct Metrics {
     registry: Registry,
+    pub backups: BackupMetrics,
     pub reconciles: Counter,
     pub failures: Family<ReasonLabels, Counter>,
     pub duration: Histogram,
@@ -57,8 +82,30 @@ impl Default for Metrics {
             "1 while this replica holds the leader lease (or runs without election)",
             leader.clone(),
         );
+        let backups = BackupMetrics::default();
+        registry.register(
+            "backups",
+            "Backups finished, by Redis and result (succeeded, failed)",
+            backups.finished.clone(),
+        );
+        registry.register(
+            "backup_last_success_timestamp_seconds",
+            "When the last backup of each Redis succeeded (Unix time)",
+            backups.last_success.clone(),
+        );
+        registry.register(
+            "backup_last_size_bytes",
+            "Bytes of the last successful backup of each Redis",
+            backups.bytes.clone(),
+        );
+        registry.register(
+            "backup_last_duration_seconds",
+            "How long the last successful backup of each Redis took",
+            backups.duration.clone(),
+        );
         Metrics {
             registry,
+            backups,
             reconciles,
             failures,
             duration,

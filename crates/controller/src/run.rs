@@ -5,8 +5,9 @@ use crate::cli::Cli;
 use crate::k8s::{FIELD_MANAGER, scoped, watch};
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Context, undecodable};
-use api::Redis;
-use futures::{StreamExt, TryStreamExt, future};
+use api::{Redis, RedisBackup};
+use futures::{FutureExt, StreamExt, TryStreamExt, future};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
@@ -99,8 +100,18 @@ pub async fn run(
             instance: instance_name(),
         },
     );
+    // Backups (§3o): a controller of its own, beside the Redis one, reading the same caches.
+    let backups = crate::backup::controller::Context {
+        client: client.clone(),
+        recorder: recorder.clone(),
+        metrics: metrics.clone(),
+        pods: pods.store.clone(),
+        redis: redis_store.clone(),
+        image: cli.backup_image.clone(),
+    };
     let ctx = Arc::new(
-        Context::new(client, pods.store, recorder, metrics.clone())
+        Context::new(client.clone(), pods.store, recorder, metrics.clone())
+            .with_backup_image(cli.backup_image.clone())
             .with_children(children.stores.clone())
             .with_operator_pods(cli.operator_pods(std::env::var("POD_NAMESPACE").ok()))
             .with_secrets(secrets.store),
@@ -133,6 +144,18 @@ pub async fn run(
             }
             future::ready(())
         });
+    let (backup_stop_tx, backup_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (backup_controller, schedules) = backup_controller(
+        &client,
+        cli.namespace.as_deref(),
+        backups,
+        cli.concurrency,
+        async move {
+            let _ = backup_stop_rx.await;
+        },
+    )
+    .await?;
+    let controller = future::join(controller, backup_controller).map(|_| ());
     tracing::info!(
         namespace = cli.namespace.as_deref().unwrap_or("<all>"),
         "redis-controller running"
@@ -148,6 +171,10 @@ pub async fn run(
     // first: the Controller drains only once its trigger streams end, and the pod trigger ends
     // when that task drops its sender.
     let _ = stop_tx.send(());
+    let _ = backup_stop_tx.send(());
+    if let Some(schedules) = schedules {
+        schedules.abort();
+    }
     pods.task.abort();
     children.tasks.abort();
     secrets.task.abort();
@@ -165,6 +192,63 @@ pub async fn run(
     metrics.leader.set(0);
     ops.abort();
     outcome
+}
+
+/// The `RedisBackup` controller (its Jobs owned and watched) and the schedules' loop; without the
+/// RedisBackup CRD (a chart upgraded without its new CRD) backups are off, said once, and the
+/// Redis controller runs as before.
+async fn backup_controller(
+    client: &Client,
+    namespace: Option<&str>,
+    ctx: crate::backup::controller::Context,
+    concurrency: u16,
+    stop: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<
+    (
+        futures::future::BoxFuture<'static, ()>,
+        Option<tokio::task::JoinHandle<()>>,
+    ),
+    Error,
+> {
+    let backups: Api<RedisBackup> = scoped(client, namespace);
+    match backups.list(&ListParams::default().limit(1)).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            tracing::warn!(
+                "the RedisBackup CRD (redisbackups.myapp.tangx.in) is not installed: backups are off; apply deploy/crd.yaml to turn them on"
+            );
+            return Ok((Box::pin(future::ready(())), None));
+        }
+        Err(e) => return Err(Error::Kube(e)),
+    }
+    let jobs: Api<Job> = scoped(client, namespace);
+    let ctx = Arc::new(ctx);
+    let controller = Controller::new(backups, watcher::Config::default())
+        .owns(
+            jobs,
+            watcher::Config::default().labels(&format!(
+                "{}={},app.kubernetes.io/component=backup",
+                api::pods::LABEL_MANAGED_BY,
+                api::pods::MANAGED_BY
+            )),
+        )
+        .with_config(ControllerConfig::default().concurrency(concurrency));
+    let store = controller.store();
+    let schedules = tokio::spawn(crate::backup::scheduler::run(ctx.clone(), store));
+    let running = controller
+        .graceful_shutdown_on(stop)
+        .run(
+            crate::backup::controller::reconcile,
+            crate::backup::controller::error_policy,
+            ctx,
+        )
+        .for_each(|result| {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "backup reconcile error");
+            }
+            future::ready(())
+        });
+    Ok((Box::pin(running), Some(schedules)))
 }
 
 /// Completes when the lease is lost; never without leader election.

@@ -1,7 +1,7 @@
 //! The NetworkPolicy of a Redis (DESIGN §3j). Pure.
 //!
-//! Every peer is admitted on a port, never on every port: the Redis's own pods and the operator
-//! on `spec.port`, `allowedClients` on `spec.port`, `metricsFrom` on the exporter's port. An
+//! Every peer is admitted on a port, never on every port: the Redis's own pods, its backup Jobs'
+//! pods and the operator on `spec.port`, `allowedClients` on `spec.port`, `metricsFrom` on the exporter's port. An
 //! empty `from` would admit everyone, so a list the spec leaves empty gives no rule at all.
 
 use crate::children::meta::{metadata, metadata_differs};
@@ -72,7 +72,15 @@ pub fn network_policy(redis: &Redis, operator: &OperatorPods) -> Option<NetworkP
         pod_selector: Some(match_labels(selector_labels(name))),
         ..NetworkPolicyPeer::default()
     };
-    let mut redis_port: Vec<NetworkPolicyPeer> = vec![own_pods.clone()];
+    // The pods of its backup Jobs (§3o), which read an RDB from a replica's port.
+    let backup_pods = NetworkPolicyPeer {
+        pod_selector: Some(match_labels(BTreeMap::from([(
+            api::backup::BACKUP_OF_LABEL.to_owned(),
+            name.to_owned(),
+        )]))),
+        ..NetworkPolicyPeer::default()
+    };
+    let mut redis_port: Vec<NetworkPolicyPeer> = vec![own_pods.clone(), backup_pods];
     redis_port.extend(operator.peer());
     redis_port.extend(settings.allowed_clients().iter().cloned());
     let mut ingress = vec![NetworkPolicyIngressRule {
@@ -148,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn the_redis_port_admits_its_own_pods_the_operator_and_the_listed_clients_only() {
+    fn the_redis_port_admits_its_own_pods_its_backups_the_operator_and_the_listed_clients_only() {
         let web = json!({"podSelector": {"matchLabels": {"app": "web"}}});
         let policy = network_policy(
             &redis(json!({"port": 6380, "networkPolicy": {"allowedClients": [web]}})),
@@ -181,6 +189,7 @@ mod tests {
                 "ingress": [{
                     "from": [
                         {"podSelector": own},
+                        {"podSelector": {"matchLabels": {"myapp.tangx.in/backup-of": "cache"}}},
                         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "redis-system"}},
                          "podSelector": {"matchLabels": {"app.kubernetes.io/component": "controller"}}},
                         web,
@@ -192,7 +201,8 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_client_list_admits_nobody_else_and_an_unknown_operator_no_operator_rule() {
+    fn an_empty_client_list_admits_its_own_and_backup_pods_only_and_an_unknown_operator_no_operator_rule()
+     {
         let policy = network_policy(
             &redis(json!({"networkPolicy": {}})),
             &OperatorPods::default(),
@@ -202,8 +212,8 @@ mod tests {
         assert_eq!(rules.as_array().map(Vec::len), Some(1));
         assert_eq!(
             rules[0]["from"].as_array().map(Vec::len),
-            Some(1),
-            "own pods only"
+            Some(2),
+            "own pods and backup pods only"
         );
         assert_eq!(
             rules[0]["ports"],

@@ -45,7 +45,7 @@ pub const PASSWORD_ENV: &str = "REDIS_PASSWORD";
 /// The variable `redis-cli` (the probes) reads its password from.
 const REDISCLI_AUTH_ENV: &str = "REDISCLI_AUTH";
 const DATA_VOLUME: &str = api::storage::DATA_VOLUME;
-const DATA_PATH: &str = "/data";
+pub const DATA_PATH: &str = "/data";
 
 /// How a container with auth starts: `sh -c AUTH_LAUNCHER redis-server <options>`. The shell
 /// turns `$REDIS_PASSWORD` into `requirepass` and `masterauth` lines of Redis's config format
@@ -157,6 +157,10 @@ fn build_pod_spec(name: &str, spec: &RedisSpec, restart_only: bool) -> PodSpec {
         if storage.append_only() {
             args.extend(["--appendonly".to_owned(), "yes".to_owned()]);
         }
+    } else if spec.restore.is_some() {
+        // A restored Redis (§3o) loads the RDB its restore step put in /data (its emptyDir).
+        // `spec.restore` never changes after creation, so neither does this.
+        args.extend(["--dir".to_owned(), DATA_PATH.to_owned()]);
     }
     // Auth: the container's environment reads the password from the Secret; the pod spec names
     // the Secret only, never the password. A rotation changes the Secret, not this spec: no

@@ -17,7 +17,7 @@ use crate::k8s::{FIELD_MANAGER, controlled_by, controller_of, is_terminating};
 use crate::metrics::Metrics;
 use api::Redis;
 use build::desired_pod;
-use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod, PodSpec};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::runtime::events::{EventType, Recorder};
@@ -120,11 +120,17 @@ pub async fn create_pod(
     ordinal: u32,
     spec: &PodSpec,
     hash: &str,
+    init: Option<Container>,
 ) -> Result<Done, Refused> {
-    let Some(pod) = desired_pod(redis, ordinal, spec, hash) else {
+    let Some(mut pod) = desired_pod(redis, ordinal, spec, hash) else {
         let error = Error::IncompleteObject("name or uid");
         return Err(Refused::new("FailedCreate", error.to_string(), error));
     };
+    // The restore step (§3o), outside the spec hash: it runs once, in the pods made while the
+    // Redis restores.
+    if let (Some(init), Some(pod_spec)) = (init, pod.spec.as_mut()) {
+        pod_spec.init_containers = Some(vec![init]);
+    }
     let pod_name = pod.name_any();
     let params = PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),

@@ -59,7 +59,7 @@ async fn create_against(script: Vec<Exchange>) -> (Result<Done, Refused>, Vec<Va
     let spec = pod_spec("cache", &redis.spec);
     let hash = spec_hash(&spec);
     against(script, async |w| {
-        create_pod(w, &redis, 0, &spec, &hash).await
+        create_pod(w, &redis, 0, &spec, &hash, None).await
     })
     .await
 }

@@ -41,6 +41,8 @@ pub struct Context {
     pub acl: acl::State,
     /// The live settings given to each pod of a Redis with configuration (see `config`).
     pub config: config::State,
+    /// The image whose `redis-backup` restores a new Redis's pods (`--backup-image`, §3o).
+    pub backup_image: String,
 }
 
 impl Context {
@@ -64,7 +66,15 @@ impl Context {
             tls: tls::State::default(),
             acl: acl::State::default(),
             config: config::State::default(),
+            backup_image: String::new(),
         }
+    }
+
+    /// The image of the restore step (`--backup-image`); without it, a restored Redis's pods
+    /// would start with an init container of no image (the API server refuses them).
+    pub fn with_backup_image(mut self, image: String) -> Self {
+        self.backup_image = image;
+        self
     }
 
     /// The Secret metadata cache (`auth::watch`); without it, every password or certificate

@@ -22,7 +22,7 @@ use crate::pods::build::{hashed_pod_spec, pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
-use crate::{RetryClass, acl, auth, backoff, children, config, replication, storage, tls};
+use crate::{RetryClass, acl, auth, backoff, backup, children, config, replication, storage, tls};
 use api::{FINALIZER, Redis};
 use cleanup::cleanup;
 use kube::api::{Api, DynamicObject};
@@ -249,6 +249,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
             .recheck(redis.metadata.uid.as_deref().unwrap_or_default());
     }
     let auth_failure = auth.and_then(|a| a.failure);
+    // A Redis restored from a backup (§3o): where its pods download it from, or why none can
+    // be made.
+    let restore = backup::restore::prepare(&ctx.client, redis, namespace).await;
+    let restore_blocked = backup::restore::blocks_creates(&restore);
     // The pods are planned after the roles, so a pod promoted in this pass is not deleted by it.
     let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();
     let views = plan::with_primary(
@@ -272,7 +276,10 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .into_iter()
         .filter(|step| match step {
             PodStep::Create { ordinal } => {
-                !claims_unknown && !acl_unknown && !held_claims.contains(ordinal)
+                !claims_unknown
+                    && !acl_unknown
+                    && !restore_blocked
+                    && !held_claims.contains(ordinal)
             }
             _ => true,
         })
@@ -301,7 +308,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         reference: &reference,
     };
     pods::announce_scaling(&w, redis, replicas, &views, &steps).await;
-    if write_pods(&w, redis, &steps, &spec, &hash, &mut pass)
+    let init =
+        |ordinal: u32| backup::restore::init_container(redis, &restore, ordinal, &ctx.backup_image);
+    if write_pods(&w, redis, &steps, &spec, &hash, &init, &mut pass)
         .await
         .is_break()
     {
@@ -338,6 +347,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         .unwrap_or_default();
     let status = children::status::with_conflicts(status, conflicts, stored, now());
     let status = storage::status::with_conflicts(status, claims.as_ref(), stored, now());
+    let status = backup::restore::with_condition(status, redis, &restore, &owned, stored, now());
     if stored != Some(&status) {
         ctx.write_status(redis, namespace, name, &status).await?;
     }
@@ -375,6 +385,7 @@ async fn write_pods(
     steps: &[PodStep],
     spec: &k8s_openapi::api::core::v1::PodSpec,
     hash: &str,
+    init: &(dyn Fn(u32) -> Option<k8s_openapi::api::core::v1::Container> + Sync),
     pass: &mut PassOutcome,
 ) -> ControlFlow<()> {
     let mut created = Vec::new();
@@ -384,7 +395,7 @@ async fn write_pods(
         let done = match step {
             PodStep::Create { .. } if pass.creates_refused => continue,
             PodStep::Create { ordinal } => {
-                let done = pods::create_pod(w, redis, *ordinal, spec, hash).await;
+                let done = pods::create_pod(w, redis, *ordinal, spec, hash, init(*ordinal)).await;
                 if let Ok(Done::Yes) = done {
                     created.push(api::pods::pod_name(&redis.name_any(), *ordinal));
                 }

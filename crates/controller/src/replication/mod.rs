@@ -88,6 +88,7 @@ pub async fn apply(
         tls,
         replication: redis.spec.replication(),
         had_primary: redis.status.as_ref().is_some_and(|s| s.primary.is_some()),
+        restored: crate::backup::restore::restored_ordinal(redis),
         last_primary: redis
             .status
             .as_ref()
@@ -154,6 +155,7 @@ pub struct Pass<'a> {
     pub had_primary: bool,
     /// The ordinal `status.primary` names.
     pub last_primary: Option<u32>,
+    pub restored: Option<u32>,
 }
 
 /// The pods, with those whose role label the cache does not show as last written read from
@@ -216,6 +218,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         max_lag_seconds: i64::from(pass.replication.min_replicas_max_lag),
         had_primary: pass.had_primary,
         last_primary: pass.last_primary,
+        restored: pass.restored,
     };
     let ips: HashMap<&str, &str> = pods
         .iter()

@@ -5,7 +5,8 @@
 //! 1. The primary is the pod labelled `myapp.tangx.in/role=primary`; the `<name>` Service
 //!    follows that label. At most one pod carries it: a label is removed before another is set.
 //! 2. Every redis-server starts fenced (a replica of nowhere, see [`crate::redis_server::FENCE_HOST`]).
-//!    With no primary and no data anywhere, the lowest ordinal is promoted (bootstrap).
+//!    With no primary and no data anywhere, the lowest ordinal is promoted (bootstrap); while a
+//!    restore (§3o) is under way, only the pod restoring the backup.
 //! 3. A healthy primary (Ready, answering as a primary): every other reachable server is told to
 //!    replicate it, a server answering as a second primary included (fencing); replicas that follow
 //!    it are labelled replica.
@@ -349,8 +350,16 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
     if settings.had_primary || live.iter().any(|m| m.label.is_some()) {
         return reelect(&in_range, live, settings);
     }
-    // Bootstrap of a new Redis: nobody has data; the lowest ordinal that exists is the primary.
-    let Some(first) = in_range.iter().copied().min_by_key(|m| m.ordinal) else {
+    // Bootstrap of a new Redis: nobody has data; the lowest ordinal that exists is the primary,
+    // or, restored from a backup, the pod that restores it (waited for while it downloads).
+    let first = match settings.restored {
+        Some(ordinal) => in_range
+            .iter()
+            .copied()
+            .find(|m| m.ordinal == Some(ordinal)),
+        None => in_range.iter().copied().min_by_key(|m| m.ordinal),
+    };
+    let Some(first) = first else {
         return electing();
     };
     if first.redis.is_none() || first.ip.is_none() {

@@ -100,4 +100,7 @@ pub struct Settings {
     /// from its volume, it holds every write it acknowledged (a graceful stop flushes its
     /// append-only file), where a replica's copy may lack the latest ones, deletions included.
     pub last_primary: Option<u32>,
+    /// While a restore is under way (`spec.restore`, §3o): the ordinal that starts with the
+    /// backup's data, the only one that may be the first primary (any other would be empty).
+    pub restored: Option<u32>,
 }

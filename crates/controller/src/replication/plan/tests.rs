@@ -126,6 +126,7 @@ fn settings(replicas: u32) -> Settings {
         max_lag_seconds: 10,
         had_primary: false,
         last_primary: None,
+        restored: None,
     }
 }
 
@@ -168,6 +169,34 @@ fn bootstrap_waits_for_ordinal_zero_to_answer() {
     let d = decide(&[zero, fenced(1)], &settings(2));
     assert_eq!(d.steps, vec![]);
     assert_eq!(d.health, Health::Electing);
+}
+
+#[test]
+fn a_restore_elects_only_the_restored_pod_never_an_empty_one() {
+    // r-0 downloads the backup (its redis-server not started): r-1 is the lowest that answers,
+    // yet electing it would make an empty primary.
+    let downloading = Member {
+        redis: None,
+        ready: false,
+        ..fenced(0)
+    };
+    let restoring = Settings {
+        restored: Some(0),
+        ..settings(3)
+    };
+    for members in [
+        vec![downloading.clone(), fenced(1), fenced(2)],
+        vec![fenced(1), fenced(2)],
+    ] {
+        let d = decide(&members, &restoring);
+        assert_eq!(d.steps, vec![]);
+        assert_eq!(d.health, Health::Electing);
+    }
+    let d = decide(&[fenced(1), fenced(0), fenced(2)], &restoring);
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    // Without a restore, the lowest ordinal that answers is elected as before.
+    let d = decide(&[fenced(1), fenced(2)], &settings(3));
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
 }
 
 #[test]
