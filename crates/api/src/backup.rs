@@ -37,9 +37,6 @@ pub const RESTORE_CONTAINER: &str = "restore";
 pub const FINALIZER: &str = "myapp.tangx.in/backup-object";
 /// The condition on a Redis restored from a backup (`spec.restore`).
 pub const RESTORED_CONDITION: &str = "Restored";
-/// The object metadata holding the RDB's SHA-256 (hex), written by the backup and checked by the
-/// restore.
-pub const CHECKSUM_METADATA: &str = "sha256";
 
 /// A backup of one Redis, taken once when created (as a Job runs once).
 // Several printer columns share a `type_`, which clippy mistakes for repeated attributes.
@@ -237,7 +234,8 @@ pub struct RedisBackupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<i64>,
 
-    /// SHA-256 of the RDB (hex), also stored with the object and checked by a restore.
+    /// SHA-256 of the RDB (hex), also stored beside the object as `<key>.sha256`; a restore
+    /// from this backup is checked against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
 

@@ -25,9 +25,9 @@ pub enum Reason {
     BadStream,
     /// The redis-server sent nothing for longer than the read timeout.
     Timeout,
-    /// The object's bytes do not have the SHA-256 of its metadata (restore only).
+    /// The object's bytes do not have the SHA-256 recorded for it (restore only).
     ChecksumMismatch,
-    /// The object has no (usable) `sha256` metadata (restore only).
+    /// No (usable) SHA-256 is recorded for the object (restore only).
     NoChecksum,
     /// A local file operation failed.
     Io,
@@ -92,7 +92,7 @@ pub enum Error {
         source: BoxError,
     },
     #[error(
-        "the object's SHA-256 is {actual}, its metadata says {expected}: it is not the backup \
+        "the object's SHA-256 is {actual}, {expected} was recorded for it: it is not the backup \
          that was written"
     )]
     ChecksumMismatch { expected: String, actual: String },

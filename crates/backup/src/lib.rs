@@ -5,7 +5,7 @@
 //!   to any [`Sink`] as it arrives; [`resp`] and [`rdb`] are its pure parts (reply lines, bulk
 //!   headers, the end mark of a diskless transfer, the RDB's magic and CRC-64).
 //! - [`s3`]: the bucket (object_store): the RDB streams in parts of a bounded size, at most two
-//!   in flight, and lands under its key with its SHA-256 as metadata.
+//!   in flight, into its key; its SHA-256 goes into `<key>.sha256` beside it.
 //! - [`restore`]: the object back into `dump.rdb`, or into the base of Redis 7's multi-part
 //!   AOF, checked and renamed into place.
 //!
@@ -89,10 +89,13 @@ pub enum RestoreOutcome {
     Restored(Restored),
 }
 
-/// The object `key` into `layout`, unless it holds a dataset already.
+/// The object `key` into `layout`, unless it holds a dataset already; checked against
+/// `expected_sha256` when given (the checksum its `RedisBackup` recorded), else against the
+/// checksum object beside it.
 pub async fn restore_from_s3(
     s3: &S3,
     key: &str,
+    expected_sha256: Option<&str>,
     layout: &Layout,
     read_timeout: Duration,
 ) -> Result<RestoreOutcome, Error> {
@@ -100,14 +103,23 @@ pub async fn restore_from_s3(
     if layout.present()? {
         return Ok(RestoreOutcome::DataPresent);
     }
-    let object = s3.open(key).await?;
-    let Some(expected) = object.sha256 else {
-        return Err(Error::NoChecksum(format!(
-            "{} has no {} metadata: it was not written by redis-backup, or its metadata was lost",
-            s3.settings().location(key),
-            s3::SHA256_METADATA
-        )));
+    let expected = match expected_sha256 {
+        Some(expected) => expected.to_owned(),
+        None => match s3.checksum(key).await? {
+            Some(recorded) => recorded,
+            None => {
+                // A missing object is said as such (S3NotFound), not as a missing checksum.
+                s3.size(key).await?;
+                return Err(Error::NoChecksum(format!(
+                    "{} has no checksum beside it ({}): it was not written by redis-backup, \
+                     or the checksum was deleted",
+                    s3.settings().location(key),
+                    s3::checksum_key(key)
+                )));
+            }
+        },
     };
+    let object = s3.open(key).await?;
     let restored = restore::restore_stream(layout, &expected, object.stream, read_timeout).await?;
     Ok(RestoreOutcome::Restored(restored))
 }

@@ -30,11 +30,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Takes a full RDB of one redis-server over the replication protocol and streams it into
-    /// an S3 object (with its SHA-256 as the metadata `sha256`).
+    /// an S3 object (with its SHA-256 in `<key>.sha256` beside it).
     Backup(BackupArgs),
     /// Downloads a backup into a data directory that holds no dataset yet.
     Restore(RestoreArgs),
-    /// Deletes a backup's object (and a staging object a killed backup left).
+    /// Deletes a backup's object and its checksum.
     Delete(DeleteArgs),
 }
 
@@ -128,6 +128,10 @@ struct RestoreArgs {
     /// redis-server's `appenddirname`.
     #[arg(long, env = "REDIS_APPENDDIRNAME", default_value = "appendonlydir")]
     appenddirname: String,
+    /// The SHA-256 (hex) the object must have, as its backup's result said; when unset, the
+    /// one in `<key>.sha256` beside it.
+    #[arg(long, env = "BACKUP_SHA256")]
+    expected_sha256: Option<String>,
     #[command(flatten)]
     s3: S3Args,
 }
@@ -323,7 +327,15 @@ async fn restore(args: RestoreArgs) -> Result<String, Error> {
             read_timeout: RESTORE_READ_TIMEOUT,
         },
     )?;
-    match backup::restore_from_s3(&s3, &args.s3.key, &layout, RESTORE_READ_TIMEOUT).await? {
+    match backup::restore_from_s3(
+        &s3,
+        &args.s3.key,
+        args.expected_sha256.as_deref(),
+        &layout,
+        RESTORE_READ_TIMEOUT,
+    )
+    .await?
+    {
         RestoreOutcome::DataPresent => json(&NotRestored {
             restored: false,
             reason: "DataPresent",

@@ -9,7 +9,7 @@
 //! `getAofManifestAsString`, `BASE_FILE_SUFFIX`, `RDB_FORMAT_SUFFIX`).
 //!
 //! The bytes go to a temporary file (or directory) in the data directory, are checked (the
-//! SHA-256 of the object's metadata, the RDB's magic and CRC-64), fsynced, and only then
+//! SHA-256 recorded for it, the RDB's magic and CRC-64), fsynced, and only then
 //! renamed into place, the directory fsynced after: a crash or a failure leaves either nothing
 //! or the whole dataset, never a part of it under Redis's names.
 
@@ -117,8 +117,8 @@ pub struct Restored {
     pub sha256: String,
 }
 
-/// Writes the RDB `stream` into `layout`, checked against `expected_sha256` (the object's
-/// metadata); each item of the stream must come within `read_timeout`. On `Err` nothing is
+/// Writes the RDB `stream` into `layout`, checked against `expected_sha256` (as recorded
+/// for the object); each item of the stream must come within `read_timeout`. On `Err` nothing is
 /// left in the data directory. The caller has checked [`Layout::present`].
 pub async fn restore_stream<S, E>(
     layout: &Layout,
@@ -133,7 +133,7 @@ where
     layout.check()?;
     if !is_sha256_hex(expected_sha256) {
         return Err(Error::NoChecksum(format!(
-            "the object's sha256 metadata {:?} is not a SHA-256 in hex",
+            "the expected checksum {:?} is not a SHA-256 in hex",
             crate::error::one_line(expected_sha256, 100)
         )));
     }

@@ -43,7 +43,7 @@ async fn credentials(
     node::put_secret(ns, name, None, data).await
 }
 
-/// The size and `sha256` metadata of the bed's object `key`.
+/// The size of the bed's object `key`, and the SHA-256 recorded beside it.
 async fn head(s3: &S3Bed, key: &str) -> Result<(u64, Option<String>), Error> {
     backup::tls::install_provider();
     let settings = backup::s3::S3Settings {
@@ -56,10 +56,15 @@ async fn head(s3: &S3Bed, key: &str) -> Result<(u64, Option<String>), Error> {
     };
     let client = backup::s3::S3::new(settings, backup::s3::Purpose::Upload)
         .map_err(|e| Error::process("an S3 client", e.line()))?;
-    client
-        .head(key)
+    let size = client
+        .size(key)
         .await
-        .map_err(|e| Error::process(format!("HEAD {key}"), e.line()))
+        .map_err(|e| Error::process(format!("HEAD {key}"), e.line()))?;
+    let sha256 = client
+        .checksum(key)
+        .await
+        .map_err(|e| Error::process(format!("the checksum of {key}"), e.line()))?;
+    Ok((size, sha256))
 }
 
 /// The keys of the bed's bucket starting with `prefix`.

@@ -790,7 +790,7 @@ async fn s3_backup_and_restore_with_the_binary() -> Result<(), Error> {
     );
     assert!(result["replicationOffset"].is_i64(), "{result}");
 
-    // The object has its checksum as metadata, and the staging object is gone.
+    // The object, and its checksum beside it in sha256sum's format; nothing else.
     let path = object_store::path::Path::from(key.as_str());
     let head = store
         .get_opts(
@@ -803,14 +803,17 @@ async fn s3_backup_and_restore_with_the_binary() -> Result<(), Error> {
         .await
         .map_err(|e| Error::process("HEAD", e))?;
     assert_eq!(Some(head.meta.size), result["size"].as_u64());
-    let metadata = head
-        .attributes
-        .get(&object_store::Attribute::Metadata("sha256".into()))
-        .map(|v| v.as_ref().to_owned());
-    assert_eq!(metadata.as_deref(), Some(sha256.as_str()));
+    let checksum = store
+        .get(&object_store::path::Path::from(format!("{key}.sha256")))
+        .await
+        .map_err(|e| Error::process("GET the checksum", e))?
+        .bytes()
+        .await
+        .map_err(|e| Error::process("reading the checksum", e))?;
+    assert_eq!(text(&checksum), format!("{sha256}  dump.rdb\n"));
     assert_eq!(
         objects_beside(&store, &key).await?,
-        std::slice::from_ref(&key)
+        [key.clone(), format!("{key}.sha256")]
     );
 
     // Restored into an empty data directory, then left alone in a full one.
@@ -842,7 +845,23 @@ async fn s3_backup_and_restore_with_the_binary() -> Result<(), Error> {
     );
     let fresh = load(data.path(), &["--dbfilename", "dump.rdb"]).await?;
     check_keys(&fresh, KEYS).await?;
-    delete_beside(&store, &key).await;
+
+    // `delete` takes the object and its checksum.
+    let output = run_binary(
+        &bed,
+        &strings(&[
+            "delete",
+            "--key",
+            &key,
+            "--result-file",
+            &work.path().join("delete-result").display().to_string(),
+        ]),
+        &[],
+        None,
+        false,
+    )?;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(objects_beside(&store, &key).await?.is_empty());
     Ok(())
 }
 
@@ -874,22 +893,18 @@ async fn s3_a_corrupted_object_is_a_checksum_mismatch() -> Result<(), Error> {
         .await
         .map_err(|e| Error::process("backing up", e.line()))?;
     let corrupted = key.replace("dump.rdb", "corrupted.rdb");
-    let mut attributes = object_store::Attributes::new();
-    attributes.insert(
-        object_store::Attribute::Metadata("sha256".into()),
-        sha256.clone().into(),
-    );
-    store
-        .put_opts(
-            &object_store::path::Path::from(corrupted.as_str()),
-            other.0.into(),
-            object_store::PutOptions {
-                attributes,
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(|e| Error::process("putting the corrupted object", e))?;
+    for (name, bytes) in [
+        (corrupted.clone(), other.0),
+        (
+            format!("{corrupted}.sha256"),
+            format!("{sha256}  corrupted.rdb\n").into_bytes(),
+        ),
+    ] {
+        store
+            .put(&object_store::path::Path::from(name), bytes.into())
+            .await
+            .map_err(|e| Error::process("putting the corrupted object", e))?;
+    }
 
     let data = tempdir()?;
     let rresult = work.path().join("restore-result");
@@ -911,7 +926,22 @@ async fn s3_a_corrupted_object_is_a_checksum_mismatch() -> Result<(), Error> {
         .collect();
     assert!(left.is_empty(), "nothing is left in the data dir: {left:?}");
 
-    // A missing object and one without metadata.
+    // The good object, but another checksum given: the one given is what it is checked against.
+    let output = run_binary(
+        &bed,
+        &restore_args(&key, data.path(), &rresult),
+        &[("BACKUP_SHA256", &"0".repeat(64))],
+        None,
+        false,
+    )?;
+    assert!(
+        text(&output.stderr).contains("ChecksumMismatch: "),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1));
+
+    // A missing object, one without a checksum, and one whose checksum object is not one.
     let output = run_binary(
         &bed,
         &restore_args(
@@ -947,6 +977,26 @@ async fn s3_a_corrupted_object_is_a_checksum_mismatch() -> Result<(), Error> {
         text(&output.stderr).contains("NoChecksum: "),
         "{}",
         text(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1));
+    store
+        .put(
+            &object_store::path::Path::from(format!("{bare}.sha256")),
+            Bytes::from(vec![b'0'; 64 * 1024]).into(),
+        )
+        .await
+        .map_err(|e| Error::process("putting a checksum object", e))?;
+    let output = run_binary(
+        &bed,
+        &restore_args(&bare, data.path(), &rresult),
+        &[],
+        None,
+        false,
+    )?;
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("NoChecksum: ") && stderr.contains("larger than"),
+        "{stderr}"
     );
     assert_eq!(output.status.code(), Some(1));
     delete_beside(&store, &key).await;
@@ -1006,7 +1056,7 @@ async fn s3_a_wrong_secret_is_denied_and_leaves_no_object() -> Result<(), Error>
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(
         objects_beside(&store, &key).await?,
-        std::slice::from_ref(&key)
+        [key.clone(), format!("{key}.sha256")]
     );
     delete_beside(&store, &key).await;
     Ok(())

@@ -177,15 +177,24 @@ pub fn delete_job(
 }
 
 /// The init container of a restored pod: `object` downloaded into `/data` (as the AOF's base
-/// with `spec.storage.appendOnly`), checked against its checksum, before redis-server starts. It
+/// with `spec.storage.appendOnly`), checked against `expected_sha256` (else the checksum object
+/// beside it), before redis-server starts. It
 /// runs as the pod's user (the Redis pod's security context), so redis-server owns what it
 /// writes.
-pub fn restore_container(spec: &RedisSpec, object: &Object<'_>, image: &str) -> Container {
+pub fn restore_container(
+    spec: &RedisSpec,
+    object: &Object<'_>,
+    expected_sha256: Option<&str>,
+    image: &str,
+) -> Container {
     let mut args = vec![
         "restore".to_owned(),
         "--data-dir".to_owned(),
         crate::pods::build::DATA_PATH.to_owned(),
     ];
+    if let Some(sha256) = expected_sha256 {
+        args.extend(["--expected-sha256".to_owned(), sha256.to_owned()]);
+    }
     if spec
         .storage
         .as_ref()
@@ -554,7 +563,7 @@ mod tests {
             bucket: "backups",
             key: "k",
         };
-        let plain = restore_container(&redis(json!({})).spec, &object, "img");
+        let plain = restore_container(&redis(json!({})).spec, &object, None, "img");
         assert_eq!(
             plain.args.as_deref().expect("args"),
             ["restore", "--data-dir", "/data"]
@@ -566,6 +575,7 @@ mod tests {
         let aof = restore_container(
             &redis(json!({"storage": {"size": "1Gi", "appendOnly": true}})).spec,
             &object,
+            None,
             "img",
         );
         assert!(

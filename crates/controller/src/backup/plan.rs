@@ -130,7 +130,13 @@ pub fn parse_result(message: &str) -> Option<BackupResult> {
         .lines()
         .rev()
         .find_map(|line| serde_json::from_str::<BackupResult>(line.trim()).ok())
-        .filter(|r| r.sha256.len() == 64 && r.sha256.bytes().all(|b| b.is_ascii_hexdigit()))
+        .filter(|r| is_sha256_hex(&r.sha256))
+}
+
+/// Lower-case hex of 32 bytes, as `redis-backup` writes a SHA-256 (and takes it as
+/// `--expected-sha256`).
+pub fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A failure in a termination message, `Reason: what happened` as `redis-backup` writes it:

@@ -13,6 +13,7 @@
 //! `location` reads it with `spec.backup.destination`'s endpoint and credentials.
 
 use super::job::{Object, restore_container};
+use super::plan::is_sha256_hex;
 use crate::cached::CachedPod;
 use crate::k8s::conditions::{condition, not_ready_for};
 use api::backup::{BackupPhase, RESTORED_CONDITION, RedisBackup, S3Destination};
@@ -42,6 +43,9 @@ pub struct Source {
     pub destination: S3Destination,
     pub bucket: String,
     pub key: String,
+    /// The SHA-256 the backup's status recorded: the download is checked against it rather
+    /// than against the checksum object in the bucket. `None` for a `location`.
+    pub sha256: Option<String>,
 }
 
 impl Source {
@@ -108,6 +112,7 @@ pub fn plan(redis: &Redis, named: Result<Option<&RedisBackup>, String>) -> Plan 
             destination: backup.destination.s3.clone(),
             bucket: bucket.to_owned(),
             key: key.to_owned(),
+            sha256: None,
         });
     }
     let name = restore.backup_name.as_deref().unwrap_or_default();
@@ -134,6 +139,7 @@ pub fn plan(redis: &Redis, named: Result<Option<&RedisBackup>, String>) -> Plan 
                 destination: status.destination.clone()?.s3,
                 bucket: bucket.to_owned(),
                 key: key.to_owned(),
+                sha256: status.sha256.clone().filter(|s| is_sha256_hex(s)),
             })
         })
         .flatten();
@@ -168,9 +174,12 @@ pub async fn prepare(client: &kube::Client, redis: &Redis, namespace: &str) -> P
 /// The init container of the pod at `ordinal`, when it restores.
 pub fn init_container(redis: &Redis, plan: &Plan, ordinal: u32, image: &str) -> Option<Container> {
     match plan {
-        Plan::Pending(source) if restores(redis, ordinal) => {
-            Some(restore_container(&redis.spec, &source.object(), image))
-        }
+        Plan::Pending(source) if restores(redis, ordinal) => Some(restore_container(
+            &redis.spec,
+            &source.object(),
+            source.sha256.as_deref(),
+            image,
+        )),
         _ => None,
     }
 }
@@ -340,6 +349,30 @@ mod tests {
             ("backups", "shop/old/b1.rdb")
         );
         assert_eq!(source.destination, s3());
+    }
+
+    #[test]
+    fn a_restore_from_a_backup_is_checked_against_the_checksum_its_status_recorded() {
+        let r = redis(json!({"restore": {"backupName": "b1"}}));
+        let sha = "0123456789abcdef".repeat(4);
+        let mut backup = succeeded("s3://backups/shop/old/b1.rdb");
+        backup.status.as_mut().expect("status").sha256 = Some(sha.clone());
+        let p = plan(&r, Ok(Some(&backup)));
+        let init = init_container(&r, &p, 0, "img").expect("restores");
+        let args = init.args.unwrap_or_default();
+        let at = args.iter().position(|a| a == "--expected-sha256");
+        assert_eq!(at.and_then(|i| args.get(i + 1)), Some(&sha), "{args:?}");
+        // A status that does not hold a checksum is not passed on; nor is one for a location.
+        backup.status.as_mut().expect("status").sha256 = Some("--data-dir=/".to_owned());
+        let p = plan(&r, Ok(Some(&backup)));
+        let init = init_container(&r, &p, 0, "img").expect("restores");
+        assert!(
+            !init
+                .args
+                .unwrap_or_default()
+                .iter()
+                .any(|a| a == "--expected-sha256")
+        );
     }
 
     #[test]

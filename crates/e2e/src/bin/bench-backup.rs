@@ -461,7 +461,7 @@ struct Ctx {
 }
 
 impl Ctx {
-    /// `redis-backup backup` into `<run>/<name>`, then the object deleted.
+    /// `redis-backup backup` into `<run>/<name>`, then the object and its checksum deleted.
     fn redis_backup(&self, name: &str) -> Result<Measured, Error> {
         let key = format!("{}/{name}", self.run);
         let s3 = &self.bucket.s3;
@@ -493,7 +493,7 @@ impl Ctx {
         let [backup] = procs;
         let peaks = vec![("redis-backup", backup.peak_kib)];
         let (status, stdout, stderr) = backup.finish();
-        // Its own account of the run (resync, copy, bytes and time) on stderr.
+        // Its own account of the run on stderr.
         for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
             progress(format!("  {line}"));
         }
@@ -511,6 +511,7 @@ impl Ctx {
             ))
         };
         self.bucket.remove(&key);
+        self.bucket.remove(&format!("{key}.sha256"));
         Ok(Measured {
             tool: "redis-backup",
             bytes: outcome?,
