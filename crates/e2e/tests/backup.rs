@@ -510,12 +510,18 @@ async fn a_schedule_of_every_minute_keeps_two_backups_and_two_objects() -> Resul
             let objects = keys(&s3, &prefix).await.map_err(|e| e.to_string())?;
             let scheduled_objects: Vec<&String> = objects
                 .iter()
-                .filter(|k| !k.ends_with("/by-hand.rdb"))
+                .filter(|k| k.ends_with(".rdb") && !k.ends_with("/by-hand.rdb"))
                 .collect();
+            // Each backup's object has its checksum beside it, and nothing else is left.
+            let with_checksums = objects.len() == 2 * (scheduled_objects.len() + 1)
+                && scheduled_objects
+                    .iter()
+                    .all(|k| objects.contains(&format!("{k}.sha256")));
             if seen_names.len() >= 3
                 && scheduled.len() == 2
                 && succeeded.len() == 2
                 && scheduled_objects.len() == 2
+                && with_checksums
             {
                 Ok(())
             } else {
@@ -532,7 +538,11 @@ async fn a_schedule_of_every_minute_keeps_two_backups_and_two_objects() -> Resul
         by_hand.status.and_then(|s| s.phase),
         Some(BackupPhase::Succeeded)
     );
-    assert!(keys(&s3, &format!("{prefix}by-hand.rdb")).await?.len() == 1);
+    let by_hand_key = format!("{prefix}by-hand.rdb");
+    assert_eq!(
+        keys(&s3, &by_hand_key).await?,
+        [by_hand_key.clone(), format!("{by_hand_key}.sha256")]
+    );
     Ok(())
 }
 
@@ -620,9 +630,9 @@ async fn wrong_credentials_or_no_endpoint_fail_with_the_reason_and_delete_nothin
         "a failing schedule deleted a good backup"
     );
     assert_eq!(
-        keys(&s3, &good_key).await?.len(),
-        1,
-        "the good backup's object"
+        keys(&s3, &good_key).await?,
+        [good_key.clone(), format!("{good_key}.sha256")],
+        "the good backup's object and its checksum"
     );
 
     // The Secret fixed: the next scheduled backup succeeds.
