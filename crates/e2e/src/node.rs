@@ -309,6 +309,23 @@ pub fn redis_condition(redis: &Redis, type_: &str) -> Option<(String, String)> {
         .map(|c| (c.status.clone(), c.reason.clone()))
 }
 
+/// The status, reason and message of the condition `type_` of the Redis `name`, read now (`Err`
+/// says why not, for [`wait_for`]).
+pub async fn read_condition(
+    ns: &TestNamespace,
+    name: &str,
+    type_: &str,
+) -> Result<(String, String, String), String> {
+    let redis = ns.api::<Redis>().get(name).await.map_err(seen)?;
+    redis
+        .status
+        .into_iter()
+        .flat_map(|s| s.conditions)
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status, c.reason, c.message))
+        .ok_or_else(|| format!("no {type_} condition"))
+}
+
 /// How often the pod's first container was restarted.
 pub fn restarts(pod: &Pod) -> i32 {
     pod.status

@@ -248,23 +248,8 @@ async fn info_field(ip: &str, section: &str, field: &str) -> Result<String, Erro
         .ok_or_else(|| Error::process("INFO", format!("no {field} in {section}")))
 }
 
-async fn redis_condition(
-    ns: &TestNamespace,
-    name: &str,
-    type_: &str,
-) -> Result<(String, String, String), String> {
-    let redis = ns.api::<Redis>().get(name).await.map_err(seen)?;
-    redis
-        .status
-        .into_iter()
-        .flat_map(|s| s.conditions)
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status, c.reason, c.message))
-        .ok_or_else(|| format!("no {type_} condition"))
-}
-
 /// A Standalone Redis backed up, wiped, and restored into a new Redis: every key back with its
-/// value; the backup's object carries its checksum; deleting the backup deletes the object.
+/// value; the backup's checksum is beside its object; deleting the backup deletes both.
 #[tokio::test]
 async fn ten_thousand_keys_come_back_after_flushall_and_a_restore() -> Result<(), Error> {
     let s3 = S3Bed::from_bed()?;
@@ -322,7 +307,7 @@ async fn ten_thousand_keys_come_back_after_flushall_and_a_restore() -> Result<()
     assert_eq!(wrong_keys(&mut restored).await?, Vec::<String>::new());
     assert_eq!(dbsize(&mut restored).await?, KEYS as u64);
     wait_for("Restored True", CONVERGE, || async {
-        match redis_condition(&ns, "restored", "Restored").await? {
+        match node::read_condition(&ns, "restored", "Restored").await? {
             (s, r, _) if s == "True" && r == "Restored" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -672,7 +657,7 @@ async fn a_failed_download_leaves_the_redis_not_ready_and_elects_no_empty_primar
     )
     .await?;
     let (status, reason, message) = wait_for("Restored False RestoreFailed", CONVERGE, || async {
-        match redis_condition(&ns, "hopeful", "Restored").await? {
+        match node::read_condition(&ns, "hopeful", "Restored").await? {
             c if c.1 == "RestoreFailed" => Ok(c),
             other => Err(format!("{other:?}")),
         }
@@ -683,7 +668,7 @@ async fn a_failed_download_leaves_the_redis_not_ready_and_elects_no_empty_primar
         ("False", "RestoreFailed")
     );
     assert!(message.contains("S3NotFound"), "{message}");
-    let (ready, ready_reason, _) = redis_condition(&ns, "hopeful", "Ready")
+    let (ready, ready_reason, _) = node::read_condition(&ns, "hopeful", "Ready")
         .await
         .map_err(|e| Error::process("Ready", e))?;
     assert_eq!(

@@ -681,15 +681,15 @@ async fn delete_beside(store: &impl ObjectStore, key: &str) {
     }
 }
 
-/// Runs `redis-backup` with `args`, the bed's S3 settings and credentials in its environment
+/// `redis-backup` with `args`, the bed's S3 settings and credentials in its environment
 /// (`secret` in place of the bed's when given), optionally under `/usr/bin/time -v`.
-fn run_binary(
+fn binary_command(
     bed: &S3Bed,
     args: &[String],
     env: &[(&str, &str)],
     secret: Option<&str>,
     timed: bool,
-) -> Result<Output, Error> {
+) -> Result<Command, Error> {
     let binary = workspace_binary("redis-backup")?;
     let mut command = if timed {
         let mut time = Command::new("/usr/bin/time");
@@ -712,9 +712,20 @@ fn run_binary(
     for (name, value) in env {
         command.env(name, value);
     }
-    command
+    Ok(command)
+}
+
+/// Runs [`binary_command`] to its end.
+fn run_binary(
+    bed: &S3Bed,
+    args: &[String],
+    env: &[(&str, &str)],
+    secret: Option<&str>,
+    timed: bool,
+) -> Result<Output, Error> {
+    binary_command(bed, args, env, secret, timed)?
         .output()
-        .map_err(|e| Error::process(format!("running {}", binary.display()), e))
+        .map_err(|e| Error::process("running redis-backup", e))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -1150,18 +1161,17 @@ async fn s3_a_sigterm_aborts_the_backup() -> Result<(), Error> {
     fill(&redis, 100).await?;
     let key = unique_key("sigterm");
     let result = work.path().join("result");
-    let child = Command::new(workspace_binary("redis-backup")?)
-        .args(backup_args(redis.port, &key, &result))
-        .env("S3_ENDPOINT", &bed.endpoint)
-        .env("S3_REGION", &bed.region)
-        .env("S3_BUCKET", &bed.bucket)
-        .env("AWS_ACCESS_KEY_ID", &bed.access_key_id)
-        .env("AWS_SECRET_ACCESS_KEY", &bed.secret_access_key)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::process("running redis-backup", e))?;
+    let child = binary_command(
+        &bed,
+        &backup_args(redis.port, &key, &result),
+        &[],
+        None,
+        false,
+    )?
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .map_err(|e| Error::process("running redis-backup", e))?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

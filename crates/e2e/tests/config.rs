@@ -110,22 +110,6 @@ fn identities(pods: &[Pod]) -> BTreeMap<String, (String, i32)> {
         .collect()
 }
 
-/// The status and reason of the Redis's condition `type_`, and its message.
-async fn condition(
-    ns: &TestNamespace,
-    name: &str,
-    type_: &str,
-) -> Result<(String, String, String), String> {
-    let redis = ns.api::<Redis>().get(name).await.map_err(seen)?;
-    redis
-        .status
-        .into_iter()
-        .flat_map(|s| s.conditions)
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status, c.reason, c.message))
-        .ok_or_else(|| format!("no {type_} condition"))
-}
-
 /// Live directives on a running Replication Redis: set on every pod with no pod replaced or
 /// restarted; a value redis-server refuses (`save "often"`) makes Ready False `ConfigRejected`
 /// with Redis's message while the others still apply; removing them all brings Redis's defaults
@@ -175,7 +159,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         "a live directive replaced or restarted a pod"
     );
     wait_for("Config True", CONVERGE, || async {
-        match condition(&ns, NAME, "Config").await? {
+        match node::read_condition(&ns, NAME, "Config").await? {
             (s, _, _) if s == "True" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -196,7 +180,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
     patch_config(&ns, NAME, json!({"save": "often", "hz": "15"})).await?;
     wait_config(&ns, NAME, 3, &[("hz", "15")]).await?;
     let (ready, _, message) = wait_for("Ready False ConfigRejected", CONVERGE, || async {
-        match condition(&ns, NAME, "Ready").await? {
+        match node::read_condition(&ns, NAME, "Ready").await? {
             c if c.1 == "ConfigRejected" => Ok(c),
             other => Err(format!("{other:?}")),
         }
