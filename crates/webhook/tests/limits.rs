@@ -303,3 +303,88 @@ async fn slow_and_silent_connections_from_a_pod_leave_the_api_servers_reviews_an
         attack.abort();
     }
 }
+
+/// A review of `len` bytes (a valid Redis, padded by an annotation).
+fn padded_review(len: usize) -> Vec<u8> {
+    let mut object = redis("padded", json!({}));
+    object["metadata"]["annotations"] = json!({ "pad": "" });
+    let bare = serde_json::to_vec(&review("CREATE", object.clone(), Value::Null)).expect("encodes");
+    object["metadata"]["annotations"]["pad"] = json!("x".repeat(len - bare.len()));
+    let body = serde_json::to_vec(&review("CREATE", object, Value::Null)).expect("encodes");
+    assert_eq!(body.len(), len);
+    body
+}
+
+/// One client (the API server) sends more large reviews at once than its body budget holds,
+/// each in two halves: every review gets the whole of its budget before it is read, so the
+/// first ones are read and answered and give their budget to the next. (Taken a chunk at a time,
+/// the first halves shared the budget out, no second half could be read, and every review timed
+/// out with 408.)
+#[tokio::test]
+async fn large_reviews_sent_at_once_are_answered_in_turn_not_all_timed_out() {
+    const REVIEWS: usize = 12;
+    let defaults = shipped();
+    let per_client = defaults.limits.body_bytes_per_client;
+    // Twelve first halves hold more than the client's budget, as twelve whole bodies do.
+    let len = per_client / 4 - 64 * 1024;
+    let half = len / 2;
+    assert!(REVIEWS * half > per_client);
+    let running = common::start_with(|c| {
+        c.max_body_bytes = defaults.max_body_bytes;
+        c.limits = defaults.limits;
+    })
+    .await;
+    let body = Arc::new(padded_review(len));
+    let barrier = Arc::new(tokio::sync::Barrier::new(REVIEWS));
+    let config = tls_config(&running, &[b"http/1.1"]);
+    let clients: Vec<_> = (0..REVIEWS)
+        .map(|_| {
+            let (body, barrier, config) = (body.clone(), barrier.clone(), config.clone());
+            let addr = running.addr;
+            tokio::spawn(async move {
+                let tcp = TcpStream::connect(addr).await.expect("connects");
+                let name = ServerName::try_from("localhost").expect("name");
+                let mut tls = TlsConnector::from(config)
+                    .connect(name, tcp)
+                    .await
+                    .expect("TLS handshake");
+                let head = format!(
+                    "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: \
+                     application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                tls.write_all(head.as_bytes()).await.expect("writes");
+                tls.write_all(&body[..half]).await.expect("writes");
+                tls.flush().await.expect("flushes");
+                barrier.wait().await;
+                // The server may have answered already (408): the rest may not be taken.
+                let _ = tls.write_all(&body[half..]).await;
+                let _ = tls.flush().await;
+                let mut answer = Vec::new();
+                let _ = tls.read_to_end(&mut answer).await;
+                let answer = String::from_utf8_lossy(&answer).into_owned();
+                answer
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|code| code.parse::<u16>().ok())
+                    .unwrap_or_default()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for client in clients {
+        let status = tokio::time::timeout(GUARD, client)
+            .await
+            .expect("a review was never answered")
+            .expect("client task");
+        statuses.push(status);
+    }
+    let answered = statuses.iter().filter(|s| **s == 200).count();
+    // At least as many as the budget holds at once; the others are answered in turn or, on a
+    // slow machine, time out waiting for it (408), never anything else.
+    assert!(answered >= per_client / len, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [200, 408].contains(s)),
+        "{statuses:?}"
+    );
+}
