@@ -576,12 +576,6 @@ impl BodyBudget {
         // Sized once from Content-Length (pages are only touched as the body arrives).
         let mut bytes = Vec::with_capacity(declared.unwrap_or(64 * 1024).min(max));
         let mut held = Vec::new();
-        // A declared body takes its whole budget before a byte is read: bodies taking theirs a
-        // chunk at a time could share a budget out in parts, none whole, and all wait for a
-        // byte of budget until they time out. (hyper refuses a body longer than declared.)
-        if let Some(length) = declared {
-            self.hold(length, &mut held).await?;
-        }
         while let Some(frame) = body.frame().await {
             let Ok(chunk) = frame.map_err(BodyRefusal::Broken)?.into_data() else {
                 // Trailers: nothing a review carries.
@@ -590,31 +584,18 @@ impl BodyBudget {
             if bytes.len() + chunk.len() > max {
                 return Err(BodyRefusal::TooLarge(max));
             }
-            // A body of unknown length (HTTP/2 without content-length) pays as it arrives.
-            if declared.is_none() {
-                self.hold(chunk.len(), &mut held).await?;
+            // Each chunk is at most `max`, and both budgets are at least that (`serve_admission`).
+            let size = u32::try_from(chunk.len()).map_err(|_| BodyRefusal::TooLarge(max))?;
+            if size > 0 {
+                for budget in [&self.client.bytes, &self.all] {
+                    if let Ok(permit) = budget.clone().acquire_many_owned(size).await {
+                        held.push(permit);
+                    }
+                }
             }
             bytes.extend_from_slice(&chunk);
         }
         Ok((Bytes::from(bytes), held))
-    }
-
-    /// `size` bytes from the client's budget, then from the webhook's, into `held`. `size` is
-    /// at most `max_body_bytes`, and both budgets are at least that (`serve_admission`).
-    async fn hold(
-        &self,
-        size: usize,
-        held: &mut Vec<OwnedSemaphorePermit>,
-    ) -> Result<(), BodyRefusal> {
-        let size = u32::try_from(size).map_err(|_| BodyRefusal::TooLarge(self.max_body_bytes))?;
-        if size > 0 {
-            for budget in [&self.client.bytes, &self.all] {
-                if let Ok(permit) = budget.clone().acquire_many_owned(size).await {
-                    held.push(permit);
-                }
-            }
-        }
-        Ok(())
     }
 }
 
