@@ -310,7 +310,9 @@ async fn cleanup(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
     let location = status.location.clone().unwrap_or_default();
     let name = job::job_name(backup, JobKind::Delete);
     let redis = redis_reference(namespace, &backup.spec.redis_name);
-    match jobs.get_opt(&name).await.map_err(Error::Kube)? {
+    let deleting = || Error::BackupPending(format!("deleting {location}"));
+    // The Event said once the delete has ended, and the backup then goes.
+    let (type_, reason, note) = match jobs.get_opt(&name).await.map_err(Error::Kube)? {
         None => {
             let object = Object {
                 destination: s3,
@@ -323,63 +325,40 @@ async fn cleanup(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
                 return Ok(Action::await_change());
             };
             match jobs.create(&post_params(), &delete).await {
-                Ok(_) => Err(Error::BackupPending(format!("deleting {location}"))),
-                Err(kube::Error::Api(s)) if s.code == 409 => {
-                    Err(Error::BackupPending(format!("deleting {location}")))
-                }
+                Ok(_) => return Err(deleting()),
+                Err(kube::Error::Api(s)) if s.code == 409 => return Err(deleting()),
                 // The namespace is going (its Secrets with it): nothing can delete the object now.
-                Err(e) if crate::k8s::is_terminating(&e) => {
-                    let note =
-                        format!("{location} is left in the bucket: the namespace is being deleted");
-                    announce(
-                        ctx,
-                        backup,
-                        &redis,
-                        EventType::Warning,
-                        "BackupObjectLeft",
-                        note,
-                    )
-                    .await;
-                    Ok(Action::await_change())
-                }
-                Err(e) => Err(Error::Kube(e)),
+                Err(e) if crate::k8s::is_terminating(&e) => (
+                    EventType::Warning,
+                    "BackupObjectLeft",
+                    format!("{location} is left in the bucket: the namespace is being deleted"),
+                ),
+                Err(e) => return Err(Error::Kube(e)),
             }
         }
         Some(found) => match plan::job_state(&found) {
-            JobState::Running => Err(Error::BackupPending(format!("deleting {location}"))),
-            JobState::Succeeded => {
-                let note = format!("deleted {location}");
-                announce(
-                    ctx,
-                    backup,
-                    &redis,
-                    EventType::Normal,
-                    "BackupDeleted",
-                    note,
-                )
-                .await;
-                Ok(Action::await_change())
-            }
+            JobState::Running => return Err(deleting()),
+            JobState::Succeeded => (
+                EventType::Normal,
+                "BackupDeleted",
+                format!("deleted {location}"),
+            ),
             JobState::Failed => {
                 let why = termination_message(ctx, namespace, &name, false)
                     .await?
                     .map(|m| plan::parse_failure(&m))
                     .map(|(reason, text)| format!("{reason}: {text}"))
                     .unwrap_or_default();
-                let note = format!("{location} is left in the bucket: deleting it failed ({why})");
-                announce(
-                    ctx,
-                    backup,
-                    &redis,
+                (
                     EventType::Warning,
                     "BackupObjectLeft",
-                    note,
+                    format!("{location} is left in the bucket: deleting it failed ({why})"),
                 )
-                .await;
-                Ok(Action::await_change())
             }
         },
-    }
+    };
+    announce(ctx, backup, &redis, type_, reason, note).await;
+    Ok(Action::await_change())
 }
 
 /// The Redis `name` in `namespace`, from the Redis controller's cache.

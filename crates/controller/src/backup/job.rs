@@ -13,8 +13,7 @@ use api::{Redis, RedisSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EnvVar, EnvVarSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SeccompProfile, SecretKeySelector, SecretVolumeSource, SecurityContext,
-    Volume, VolumeMount,
+    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -114,23 +113,9 @@ pub fn backup_job(
     let mut mounts = Vec::new();
     if let Some(tls) = &spec.tls {
         args.extend(tls_args(redis_name, namespace, tls));
-        volumes.push(Volume {
-            name: api::tls::VOLUME.into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(tls.secret_ref.name.clone()),
-                // Read by the Job's uid, which is not the pods' fsGroup.
-                default_mode: Some(0o444),
-                optional: Some(false),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        });
-        mounts.push(VolumeMount {
-            name: api::tls::VOLUME.into(),
-            mount_path: api::tls::MOUNT_PATH.into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
+        // Read by the Job's uid, which is not the pods' fsGroup.
+        volumes.push(crate::pods::build::tls_secret_volume(tls, 0o444));
+        mounts.push(crate::pods::build::tls_mount());
     }
     let mut env = login_env(redis_name, spec);
     env.extend(object_env(object));

@@ -460,11 +460,16 @@ fn exporter_container(
 /// follows the Secret: a renewed certificate reaches the running pods' files, and the
 /// controller has redis-server load it (`tls`).
 fn tls_volume(tls: &api::TlsSpec) -> Volume {
+    tls_secret_volume(tls, 0o440)
+}
+
+/// The Secret of `spec.tls` as the volume `api::tls::VOLUME`, its files with `mode`.
+pub(crate) fn tls_secret_volume(tls: &api::TlsSpec, mode: i32) -> Volume {
     Volume {
         name: api::tls::VOLUME.into(),
         secret: Some(SecretVolumeSource {
             secret_name: Some(tls.secret_ref.name.clone()),
-            default_mode: Some(0o440),
+            default_mode: Some(mode),
             optional: Some(false),
             ..SecretVolumeSource::default()
         }),
@@ -472,7 +477,7 @@ fn tls_volume(tls: &api::TlsSpec) -> Volume {
     }
 }
 
-fn tls_mount() -> VolumeMount {
+pub(crate) fn tls_mount() -> VolumeMount {
     VolumeMount {
         name: api::tls::VOLUME.into(),
         mount_path: api::tls::MOUNT_PATH.into(),
