@@ -18,6 +18,7 @@ pub mod certs;
 mod cluster;
 mod crd;
 mod error;
+pub mod flight;
 pub mod history;
 pub mod local_redis;
 mod namespace;

@@ -3,10 +3,11 @@
 //! deleting the Redis keeps or deletes the claims as `retention.whenDeleted` says.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use api::Redis;
-use e2e::history::{History, Writer, lost_on};
+use e2e::flight::FlightRecorder;
+use e2e::history::{History, Target, Writer, lost_on_target};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -301,7 +302,9 @@ async fn sizes_grow_only_where_the_class_allows() -> Result<(), Error> {
 /// DESIGN §3d.5: a Replication Redis on volumes whose primary moved off ordinal 0 (a failover),
 /// then every pod deleted at once, with writers doing `SET` + `WAIT 1` throughout. The pods come
 /// back from their volumes, a pod holding the data is elected (the last primary, not ordinal 0
-/// for being first), and every acknowledged write is on it.
+/// for being first), and every acknowledged write is on it. A flight recorder keeps what a
+/// post-mortem needs (every pod's log and state, the controller's decisions, the history) and
+/// prints it when the test fails.
 #[tokio::test]
 async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result<(), Error> {
     const NAME: &str = "restarted";
@@ -320,20 +323,49 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
         },
     }))
     .expect("a valid Redis");
+    let target = Target::plain(PORT, Some(PASSWORD.to_owned()));
+    let flight = FlightRecorder::start(&ns, NAME, target.clone());
     ns.api::<Redis>()
         .create(&PostParams::default(), &redis)
         .await
         .context("creating the Redis")?;
-    let first = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let origin = Instant::now();
     let history = Arc::new(Mutex::new(History::default()));
+    let checked = restart_after_failover(&ns, NAME, &target, &flight, &history).await;
+    let history = History::take(&history);
+    let lost = match checked {
+        Ok(lost) if lost.is_empty() => {
+            history.assert_none_lost(NAME, &lost);
+            return Ok(());
+        }
+        Ok(lost) => lost,
+        Err(e) => {
+            eprintln!("{NAME}: failed: {e:?}");
+            Vec::new()
+        }
+    };
+    eprintln!("{}", flight.report(&history, &lost));
+    let recorded = e2e::operator::log_dir(ns.name()).join("history.jsonl");
+    history.write_jsonl(&recorded, origin, &[], &lost)?;
+    history.assert_none_lost(NAME, &lost);
+    panic!("{NAME}: the scenario failed (above)");
+}
+
+/// The scenario of [`a_full_restart_after_a_failover_loses_no_acknowledged_write`]: the keys
+/// acknowledged in `history` that the primary of the end lacks.
+async fn restart_after_failover(
+    ns: &TestNamespace,
+    name: &str,
+    target: &Target,
+    flight: &FlightRecorder,
+    history: &Arc<Mutex<History>>,
+) -> Result<Vec<String>, Error> {
+    let first = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    let service = node::service_ip(ns, name, CONVERGE).await?;
     let writers: Vec<Writer> = (0..2)
-        .map(|id| {
-            let password = Some(PASSWORD.to_owned());
-            Writer::start(id, service.clone(), PORT, password, history.clone())
-        })
+        .map(|id| Writer::start_to(id, service.clone(), target.clone(), history.clone()))
         .collect();
+    flight.note(format!("writers started; {first} is the primary"));
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // The primary moves off its first pod. A primary held up long enough (a loaded machine's
@@ -342,23 +374,30 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
     let pods: Api<Pod> = ns.api();
     let mut current = first.clone();
     for _ in 0..3 {
+        flight.note(format!("deleting the primary {current}"));
         pods.delete(&current, &DeleteParams::default())
             .await
             .context(format!("deleting the primary {current}"))?;
-        node::wait_promoted(&ns, NAME, &current, CONVERGE).await?;
-        current = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+        node::wait_promoted(ns, name, &current, CONVERGE).await?;
+        current = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+        flight.note(format!("{current} is the primary, 3 pods replicating"));
         if current != first {
             break;
         }
     }
-    assert_ne!(current, first, "the primary never stayed off {first}");
+    if current == first {
+        return Err(Error::process(
+            "moving the primary off its first pod",
+            format!("the primary never stayed off {first}"),
+        ));
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     // The last primary before the restart: the one holding every acknowledged write.
-    let moved = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    eprintln!("storage-restart: the primary moved from {first} to {moved}");
+    let moved = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    flight.note(format!("the primary moved from {first} to {moved}"));
 
     // Every pod at once.
-    let before: Vec<String> = node::pods_of(&ns, NAME)
+    let before: Vec<String> = node::pods_of(ns, name)
         .await
         .map_err(|reason| Error::Process {
             what: "listing the pods".into(),
@@ -369,14 +408,15 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
         .collect::<Option<_>>()
         .unwrap_or_default();
     let restarted_at = k8s_openapi::jiff::Timestamp::now();
+    flight.note("deleting every pod");
     pods.delete_collection(
         &DeleteParams::default(),
-        &ListParams::default().labels(&api::pods::selector_string(NAME)),
+        &ListParams::default().labels(&api::pods::selector_string(name)),
     )
     .await
     .context("deleting every pod")?;
     wait_for("every pod replaced", CONVERGE, || async {
-        let now = node::pods_of(&ns, NAME).await?;
+        let now = node::pods_of(ns, name).await?;
         let replaced = now.len() == 3
             && now
                 .iter()
@@ -388,29 +428,36 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
         }
     })
     .await?;
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
     // The election after the restart, from its Event: the primary may move again later (an
     // ordinary failover), which is no news about this election.
-    let elected = elected_since(&ns, restarted_at, CONVERGE).await?;
-    eprintln!("storage-restart: after the full restart, {elected} was elected");
-    assert_eq!(
-        elected, moved,
-        "the last primary holds every acknowledged write: it is waited for and elected"
-    );
+    let elected = elected_since(ns, restarted_at, CONVERGE).await?;
+    flight.note(format!("after the full restart, {elected} was elected"));
+    if elected != moved {
+        return Err(Error::process(
+            "the election after the full restart",
+            format!(
+                "{elected} was elected, not {moved}: the last primary holds every acknowledged \
+                 write, so it is waited for and elected"
+            ),
+        ));
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     for writer in writers {
         writer.stop().await;
     }
 
     // Every acknowledged write is on the primary of the end, whichever failovers came between.
-    let now = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    eprintln!("storage-restart: {now} is the primary at the end");
-    let history = History::take(&history);
+    let now = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    flight.note(format!("{now} is the primary at the end"));
+    let acks = history
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .acks
+        .clone();
     let primary = ns.api::<Pod>().get(&now).await.context("the primary")?;
     let ip = node::pod_ip(&primary).unwrap_or_default().to_owned();
-    let lost = lost_on(&ip, PORT, PASSWORD, &history.acks).await?;
-    history.assert_none_lost("storage-restart", &lost);
-    Ok(())
+    lost_on_target(&ip, target, &acks).await
 }
 
 /// The pod the `PrimaryElected` Event of an election after `since` names (the Event's related

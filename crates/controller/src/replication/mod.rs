@@ -76,10 +76,12 @@ pub async fn apply(
         return Ok(None);
     }
     let namespace = crate::k8s::namespace(&redis.metadata)?;
+    let name = redis.name_any();
     let pass = Pass {
         client: shell.client,
         state: shell.state,
         namespace,
+        name: &name,
         uid,
         hash,
         replicas: u32::try_from(redis.spec.replicas()).unwrap_or(0),
@@ -143,6 +145,8 @@ pub struct Pass<'a> {
     pub client: &'a kube::Client,
     pub state: &'a State,
     pub namespace: &'a str,
+    /// The Redis's name (for the log).
+    pub name: &'a str,
     pub uid: &'a str,
     pub hash: &'a str,
     pub replicas: u32,
@@ -231,6 +235,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         // The cut is the first half of a failover; the promotion need not wait a whole pass
         // (one that again waits out the timeout of a server that does not answer): the servers
         // that answered are read again, with their offsets as cut, and the planner decides on.
+        log_steps(pass, &decision);
         run_steps(pass, &decision, &ips).await?;
         observed = join_all(pods.iter().zip(observed).map(|(pod, seen)| async move {
             match seen {
@@ -242,6 +247,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         members = self::members(pass, pods, &observed);
         decision = plan::decide(&members, &settings);
     }
+    log_steps(pass, &decision);
     run_steps(pass, &decision, &ips).await?;
 
     // The primary's write guard, live (no restart): set again after a promotion.
@@ -273,6 +279,19 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         decision,
         members,
     })
+}
+
+/// Steps to take are news for a post-mortem (a steady state has none): said at info.
+fn log_steps(pass: &Pass<'_>, decision: &plan::Decision) {
+    if !decision.steps.is_empty() {
+        tracing::info!(
+            redis = %pass.name,
+            namespace = %pass.namespace,
+            steps = ?decision.steps,
+            health = ?decision.health,
+            "replication steps"
+        );
+    }
 }
 
 /// Only the cut of a failover: every step a fence.

@@ -24,7 +24,7 @@ use cleanup::in_own_runtime;
 pub use controller::Controller;
 pub use identity::{CONTROLLER_ACCOUNT, ControllerIdentity};
 pub use process::{
-    PROFILE_ENV, Process, free_port, http_get, kubectl, run_kubectl, workspace_binary,
+    PROFILE_ENV, Process, free_port, http_get, kubectl, log_dir, run_kubectl, workspace_binary,
 };
 pub use webhook::Webhook;
 

@@ -163,6 +163,7 @@ impl Drop for Process {
     }
 }
 
-pub(super) fn log_dir(namespace: &str) -> PathBuf {
+/// Where the operator processes of a test namespace log (and the flight recorder writes).
+pub fn log_dir(namespace: &str) -> PathBuf {
     repo_root().join("target").join("e2e-logs").join(namespace)
 }
