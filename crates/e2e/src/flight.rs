@@ -307,12 +307,15 @@ fn ack_lines(shared: &Shared, history: &History) -> Vec<Line> {
 }
 
 /// The controller's log lines above debug (its decisions, steps and Events), timed by their
-/// own timestamps.
+/// own timestamps; without kube-runtime's span of each pass ("reconciling object{..}: "), and its
+/// line of each pass left out.
 fn controller_lines(namespace: &str) -> Vec<Line> {
     let path = crate::operator::log_dir(namespace).join("redis-controller.log");
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
+        .map(without_colours)
         .filter(|l| !l.contains(" DEBUG ") && !l.contains(" TRACE "))
+        .filter_map(|l| without_pass_span(&l))
         .filter_map(|l| {
             let (stamp, rest) = l.split_once(' ')?;
             let at: Timestamp = stamp.parse().ok()?;
@@ -323,6 +326,35 @@ fn controller_lines(namespace: &str) -> Vec<Line> {
             })
         })
         .collect()
+}
+
+/// `line` without the span kube-runtime opens for each pass; `None` for the span's own line.
+fn without_pass_span(line: &str) -> Option<String> {
+    const SPAN: &str = "reconciling object{";
+    let Some(start) = line.find(SPAN) else {
+        return Some(line.to_owned());
+    };
+    let end = line[start..].find("}: ")? + start + 3;
+    Some(format!("{}{}", &line[..start], &line[end..]))
+}
+
+/// `line` without its ANSI escape sequences (the log's colours).
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, ending with a letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Records every change of the Redis's pods, and follows each new pod's redis log.
@@ -567,7 +599,33 @@ fn describe_info(info: &str) -> (String, String) {
 
 #[cfg(test)]
 mod tests {
-    use super::describe_info;
+    use super::{describe_info, without_colours, without_pass_span};
+
+    #[test]
+    fn the_span_of_a_pass_is_taken_out_and_its_own_line_left_out() {
+        assert_eq!(
+            without_pass_span("T  INFO reconciling object{object.ref=R/x object.reason=y}: controller::pods: created").as_deref(),
+            Some("T  INFO controller::pods: created")
+        );
+        assert_eq!(
+            without_pass_span("T  INFO reconciling object{object.ref=R/x}"),
+            None
+        );
+        assert_eq!(
+            without_pass_span("T  INFO run").as_deref(),
+            Some("T  INFO run")
+        );
+    }
+
+    #[test]
+    fn colours_are_taken_out_of_log_lines() {
+        assert_eq!(
+            without_colours(
+                "\u{1b}[2m2026-12-06T04:17:06.954139Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m run"
+            ),
+            "2026-12-06T04:17:06.954139Z  INFO run"
+        );
+    }
 
     #[test]
     fn info_is_one_line_whose_compared_part_leaves_out_offsets_and_keys() {
