@@ -118,18 +118,19 @@ pub(super) fn reelect(in_range: &[&Member], live: &[&Member], settings: &Setting
 }
 
 /// A live server other than the labelled primary that answers as a primary and streams to a
-/// replica (as [`best_replica`] ranks: most data, then current, Ready, lowest ordinal); only one
-/// with an IP whose process runs. A primary the operator promoted has its replicas repointed to
-/// it in the same pass; an old primary that comes back after a failover (it was frozen, or cut
-/// off) still answers as one but streams to nobody, and must follow, not lead.
-pub(super) fn live_master<'a>(others: &[&'a Member]) -> Option<&'a Member> {
+/// replica in time (online, acknowledging within `minReplicasMaxLag`), as [`best_replica`]
+/// ranks (most data, then current, Ready, lowest ordinal); only one with an IP whose process
+/// runs. A primary the operator promoted has its replicas repointed to it in the same pass; an
+/// old primary that comes back after a failover (it was frozen, or cut off) still answers as one
+/// but streams to nobody in time, and must follow, not lead.
+pub(super) fn live_master<'a>(others: &[&'a Member], settings: &Settings) -> Option<&'a Member> {
     others
         .iter()
         .copied()
         .filter(|m| m.ip.is_some() && !m.process_gone)
         .filter(|m| {
             matches!(&m.redis, Some(RedisRole::Primary { replicas, .. })
-                if replicas.iter().any(|link| link.online))
+                if replicas.iter().any(|link| link.online && link.lag <= settings.max_lag_seconds))
         })
         .max_by_key(|m| {
             (

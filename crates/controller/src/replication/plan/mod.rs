@@ -23,10 +23,13 @@
 //! 5. A primary whose pod is about to go (scaled away or outdated) hands over first, Ready or
 //!    not, as long as it answers as the primary: a switchover to an in-sync replica that stays,
 //!    with writes paused until it has caught up.
-//! 6. A live master is labelled, not failed over (DESIGN §9.3): when the labelled primary is
-//!    unhealthy or absent and another server answers as a primary (an earlier pass promoted it,
-//!    and this pass's cache still shows the labels from before), that server gets the label and
-//!    the others follow it; no replica is promoted over it.
+//! 6. A live master is labelled, not failed over (DESIGN §9.3, §10): when the labelled primary is
+//!    positively not a primary (it answers as a replica or fenced, its process is gone, its pod
+//!    is terminating or gone) and another server answers as a primary streaming in time to a
+//!    replica (an earlier pass or leader promoted it and never moved the labels), that server
+//!    gets the label and the others follow it; no replica is promoted over it. A labelled
+//!    primary that is merely unread or not Ready is never replaced this way: the server beside
+//!    it may be an old primary back from a freeze or a partition.
 
 mod election;
 mod model;
@@ -95,9 +98,15 @@ fn with_primary(
     {
         return handover;
     }
-    // Rule 6: another server already answers as the primary (promoted by an earlier pass whose
-    // label writes this pass's cache has not seen yet): it is labelled, never failed over.
-    if let Some(master) = live_master(&others) {
+    // Rule 6: another server already answers as the primary (promoted by an earlier pass or
+    // leader whose label writes never happened): it is labelled, never failed over. Only when
+    // the labelled primary is positively not one any more (its redis-server answers as a
+    // replica, fenced by the cut before that promotion, or its process is gone): one that is
+    // merely unread or not Ready may be the newer primary, and a server answering as a master
+    // beside it an old one back from a freeze or a partition (DESIGN §10, issue #41.1).
+    if not_a_primary(primary)
+        && let Some(master) = live_master(&others, settings)
+    {
         let mut steps = vec![Step::Label {
             pod: primary.name.clone(),
             role: None,
@@ -326,8 +335,9 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
 
 /// Rule 2 and the rest of rule 4: no pod carries the primary label.
 fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> Decision {
-    // Rule 6, as with an unhealthy labelled primary.
-    if let Some(master) = live_master(live) {
+    // Rule 6, as with a labelled primary that is not one any more: none is labelled (its pod
+    // is gone or terminating).
+    if let Some(master) = live_master(live, settings) {
         return adopted(master, adopt(master, live));
     }
     // A server that holds a primary's data: fail over to it.
@@ -371,6 +381,12 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
         health: Health::FailingOver(format!("electing {} as the first primary", first.name)),
         event: Some(("PrimaryElected", format!("{} is the primary", first.name))),
     }
+}
+
+/// The labelled primary is positively not a primary any more: its redis-server answers as a
+/// replica (fenced by a cut, or following someone), or its container does not run.
+fn not_a_primary(primary: &Member) -> bool {
+    primary.process_gone || matches!(primary.redis, Some(RedisRole::Replica { .. }))
 }
 
 fn describe_unhealthy(m: &Member) -> &'static str {

@@ -642,14 +642,13 @@ fn a_primary_whose_container_is_not_running_is_replaced_at_once() {
 
 #[test]
 fn a_live_master_other_than_the_lost_primary_is_labelled_not_failed_over() {
-    // The pass before promoted r-1 and moved the labels, but this pass's cache still shows the
-    // labels from before: r-0 (gone quiet) as primary, r-1 as a replica. r-1 answers as the
-    // master that r-2 follows: it is the primary to label, not a reason to promote r-2 (a
+    // The pass before promoted r-1 and never moved the labels (its label write failed): r-0 is
+    // still labelled primary and answers fenced (the cut before the promotion), r-1 answers as
+    // the master that r-2 follows. r-1 is the primary to label, not a reason to promote r-2 (a
     // second failover, whose repointing would resync away what r-1 acknowledged).
     let lost = Member {
-        redis: None,
-        ready: false,
-        ..primary(0, 100, &[])
+        label: Some(Label::Primary),
+        ..cut_off(primary(0, 100, &[]))
     };
     let promoted = Member {
         label: Some(Label::Replica),
@@ -657,13 +656,33 @@ fn a_live_master_other_than_the_lost_primary_is_labelled_not_failed_over() {
     };
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(Duration::from_secs(60));
-    let d = decide(&[lost, promoted, replica(2, 1, 120)], &s);
+    let d = decide(&[lost, promoted.clone(), replica(2, 1, 120)], &s);
     assert_eq!(
         d.steps,
-        vec![label("r-0", None), label("r-1", Some(Label::Primary))]
+        vec![
+            label("r-0", None),
+            label("r-1", Some(Label::Primary)),
+            follow("r-0", 1)
+        ]
     );
     assert_eq!(d.primary.as_deref(), Some("r-1"));
     assert_eq!(d.event, None, "nothing was promoted");
+
+    // r-0 merely unread (issue #41.1: it may be the newer primary, and r-1 an old one back):
+    // not adopted; past failoverAfter a failover cuts r-1 too and promotes the most advanced,
+    // which holds everything r-1 acknowledged (r-2, at r-1's offset 120), never r-0.
+    let unread = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 100, &[])
+    };
+    let first = decide(&[unread.clone(), promoted.clone(), replica(2, 1, 120)], &s);
+    assert!(
+        first.steps.contains(&fence("r-1")) && first.steps.contains(&fence("r-2")),
+        "{first:?}"
+    );
+    let d = decide_after_cut(&[unread, promoted, replica(2, 1, 120)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"));
 
     // Without a labelled primary at all (its pod gone), the same: the live master is labelled.
     let promoted = Member {
@@ -989,4 +1008,106 @@ fn a_pod_still_loading_its_dataset_is_waited_for_not_ranked_by_what_it_loaded_so
     loading.keys = 900;
     let d = decide(&[reloaded(0, 500, 0), reloaded(1, 0, 0), loading], &s);
     assert_eq!(d.primary.as_deref(), Some("r-2"), "{d:?}");
+}
+
+#[test]
+fn an_old_primary_back_with_a_replica_link_it_still_lists_is_not_labelled_while_the_new_one_is_unread()
+ {
+    // Issue #41.1: r-0's node was cut off; r-1 was promoted and acknowledged writes (WAIT 1 by
+    // r-2). The node heals within repl-timeout: r-0 still answers as a primary listing r-2 as
+    // online (the cut's FINs were dropped), and this pass's read of r-1 times out. r-1 is merely
+    // unread, not positively not a primary: r-0 must not get the label, and nobody is told to
+    // follow it (r-2 would resync r-1's acknowledged writes away).
+    let back = Member {
+        label: None,
+        ..primary(0, 100, &[2])
+    };
+    let unread = Member {
+        redis: None,
+        ..primary(1, 150, &[2])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let d = decide(&[back.clone(), unread.clone(), replica(2, 1, 150)], &s);
+    assert!(
+        !d.steps.iter().any(
+            |step| matches!(step, Step::Label { pod, role: Some(Label::Primary) } if pod == "r-0")
+        ),
+        "{:?}",
+        d.steps
+    );
+    assert!(!d.steps.contains(&follow("r-2", 0)), "{:?}", d.steps);
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+
+    // The same when r-1 is read but not Ready (its probe timed out once): it still answers as
+    // the primary, and the labelled primary is preferred whenever it answers as one.
+    let unready = Member {
+        ready: false,
+        ..primary(1, 150, &[2])
+    };
+    let d = decide(&[back, unready, replica(2, 1, 150)], &s);
+    assert!(
+        !d.steps.iter().any(
+            |step| matches!(step, Step::Label { pod, role: Some(Label::Primary) } if pod == "r-0")
+        ),
+        "{:?}",
+        d.steps
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+}
+
+#[test]
+fn a_live_master_is_adopted_only_over_a_labelled_primary_positively_not_one() {
+    // r-1 was promoted by an earlier pass (or leader) whose label writes never happened; the
+    // labelled r-0 answers fenced (cut off before the promotion): r-1 is labelled, not failed
+    // over again.
+    let promoted = Member {
+        label: Some(Label::Replica),
+        ..primary(1, 120, &[2])
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let cut = Member {
+        label: Some(Label::Primary),
+        ..cut_off(primary(0, 100, &[]))
+    };
+    let d = decide(&[cut, promoted.clone(), replica(2, 1, 120)], &s);
+    assert_eq!(
+        d.steps,
+        vec![
+            label("r-0", None),
+            label("r-1", Some(Label::Primary)),
+            follow("r-0", 1)
+        ]
+    );
+    // Its container is not running: the same.
+    let gone = Member {
+        redis: None,
+        process_gone: true,
+        ..primary(0, 100, &[])
+    };
+    let d = decide(&[gone, promoted.clone(), replica(2, 1, 120)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    // A live master whose only link lags past minReplicasMaxLag streams to nobody in time: not
+    // adopted.
+    let lagging = Member {
+        label: None,
+        redis: Some(RedisRole::Primary {
+            offset: 120,
+            replicas: vec![ReplicaLink {
+                ip: ip(2),
+                port: PORT,
+                online: true,
+                offset: 80,
+                lag: 30,
+            }],
+        }),
+        ..promoted
+    };
+    let d = decide(&[lagging, replica(2, 1, 80)], &s);
+    assert!(
+        !d.steps.contains(&label("r-1", Some(Label::Primary))),
+        "{:?}",
+        d.steps
+    );
 }
