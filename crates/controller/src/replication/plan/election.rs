@@ -264,6 +264,33 @@ pub(super) fn fail_over(
         .filter(|m| Some(&m.name) != lost_name.as_ref())
         .collect();
     let Some(candidate) = best_replica(&others) else {
+        // Every server restarted in its pod (a node reboot, a kubelet restart, an OOM kill of a
+        // one-pod Redis): none holds a primary's stream, each holds what it loaded from disk.
+        // As after a full restart, the one holding the most is elected, the last primary first
+        // among equals; the stale label goes first (issue #41.4). Not while the lost primary is
+        // merely unread: it may still hold its stream.
+        let lost_restarted = lost
+            .is_some_and(|l| l.process_gone || l.redis.as_ref().is_some_and(RedisRole::is_fenced));
+        if lost_restarted && !live.iter().any(|m| holds_data(m)) {
+            let in_range: Vec<&Member> = live
+                .iter()
+                .copied()
+                .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
+                .collect();
+            let mut decision = reelect(&in_range, live, settings);
+            if let Some(lost) = &lost_name
+                && decision.primary.as_ref().is_some_and(|p| p != lost)
+            {
+                decision.steps.insert(
+                    0,
+                    Step::Label {
+                        pod: lost.clone(),
+                        role: None,
+                    },
+                );
+            }
+            return decision;
+        }
         return keep(
             lost_name,
             Health::NoCandidate(format!("{why}, and no replica with its data is reachable")),

@@ -1111,3 +1111,81 @@ fn a_live_master_is_adopted_only_over_a_labelled_primary_positively_not_one() {
         d.steps
     );
 }
+
+#[test]
+fn every_server_restarted_in_place_elects_from_loaded_data_not_no_candidate_forever() {
+    // Issue #41.4: every redis container restarted in its pod (a node reboot, a kubelet
+    // restart, an OOM kill of a one-pod Redis): the labelled primary answers fenced with what it
+    // loaded from disk, no replica is linked. The stale label goes and the pod holding the most
+    // is elected, the last primary first among equals.
+    let mut s = settings(3);
+    s.had_primary = true;
+    s.last_primary = Some(1);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let labelled = Member {
+        label: Some(Label::Primary),
+        ..reloaded(1, 100, 1)
+    };
+    let others = [
+        Member {
+            label: Some(Label::Replica),
+            ..reloaded(0, 100, 1)
+        },
+        Member {
+            label: Some(Label::Replica),
+            ..reloaded(2, 90, 1)
+        },
+    ];
+    let d = decide(
+        &[others[0].clone(), labelled.clone(), others[1].clone()],
+        &s,
+    );
+    assert!(
+        !matches!(d.health, Health::NoCandidate(_)),
+        "{:?}",
+        d.health
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    assert!(
+        d.steps.contains(&Step::Promote { pod: "r-1".into() }),
+        "{:?}",
+        d.steps
+    );
+    assert!(d.steps.contains(&follow("r-0", 1)), "{:?}", d.steps);
+    assert!(d.steps.contains(&follow("r-2", 1)), "{:?}", d.steps);
+
+    // The labelled primary came back empty while r-0 loaded keys: r-0 is elected, and the
+    // label leaves r-1 before it is set on r-0.
+    let empty = Member {
+        label: Some(Label::Primary),
+        ..reloaded(1, 0, 0)
+    };
+    let d = decide(&[others[0].clone(), empty, others[1].clone()], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    let unlabel = d.steps.iter().position(|x| *x == label("r-1", None));
+    let relabel = d
+        .steps
+        .iter()
+        .position(|x| *x == label("r-0", Some(Label::Primary)));
+    assert!(
+        matches!((unlabel, relabel), (Some(u), Some(r)) if u < r),
+        "{:?}",
+        d.steps
+    );
+
+    // A one-pod Replication Redis after its container restarted: itself again.
+    let mut one = settings(1);
+    one.had_primary = true;
+    one.last_primary = Some(0);
+    let alone = Member {
+        label: Some(Label::Primary),
+        ..reloaded(0, 5, 1)
+    };
+    let d = decide(&[alone], &one);
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    assert!(
+        d.steps.contains(&Step::Promote { pod: "r-0".into() }),
+        "{:?}",
+        d.steps
+    );
+}
