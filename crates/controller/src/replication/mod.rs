@@ -8,6 +8,7 @@
 //!   [`crate::redis_server`]), runs the steps in order, and says what it did in Events.
 
 pub mod clock;
+pub mod offsets;
 pub mod plan;
 pub mod status;
 pub mod written;
@@ -43,6 +44,8 @@ pub struct State {
     clocks: clock::FailoverClocks,
     /// The role labels written, until the pod cache shows them.
     labels: written::LabelWrites,
+    /// The offset each pod was last read at.
+    offsets: offsets::LastOffsets,
 }
 
 impl State {
@@ -50,6 +53,7 @@ impl State {
     pub fn forget(&self, uid: &str) {
         self.clocks.forget(uid);
         self.labels.forget(uid);
+        self.offsets.forget(uid);
     }
 }
 
@@ -197,6 +201,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         observe(pass, pod, budget)
     }))
     .await;
+    remember_offsets(pass, pods, &observed);
     let mut members = members(pass, pods, &observed);
 
     let labelled = members
@@ -244,6 +249,7 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
             }
         }))
         .await;
+        remember_offsets(pass, pods, &observed);
         members = self::members(pass, pods, &observed);
         decision = plan::decide(&members, &settings);
     }
@@ -340,6 +346,22 @@ async fn run_steps(
     Ok(())
 }
 
+/// Records the offset of every server read, and forgets pods no longer there.
+fn remember_offsets(pass: &Pass<'_>, pods: &[Arc<CachedPod>], observed: &[Seen]) {
+    let uids: Vec<&str> = pods
+        .iter()
+        .filter_map(|p| p.metadata.uid.as_deref())
+        .collect();
+    pass.state.offsets.retain(pass.uid, &uids);
+    for (pod, seen) in pods.iter().zip(observed) {
+        if let (Some(pod_uid), Some(read)) = (pod.metadata.uid.as_deref(), seen.observed()) {
+            pass.state
+                .offsets
+                .record(pass.uid, pod_uid, read.role.offset());
+        }
+    }
+}
+
 /// The pods as the planner sees them, with what their redis-servers said.
 fn members(pass: &Pass<'_>, pods: &[Arc<CachedPod>], observed: &[Seen]) -> Vec<Member> {
     pods.iter()
@@ -434,6 +456,14 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, seen: &Seen) -> Member {
         loading: seen.observed().is_some_and(|o| o.loading),
         redis: seen.observed().map(|o| o.role.clone()),
         refuses_auth: matches!(seen, Seen::AuthRefused),
+        last_offset: match seen {
+            Seen::Read(_) => None,
+            Seen::AuthRefused | Seen::Unreachable => pod
+                .metadata
+                .uid
+                .as_deref()
+                .and_then(|pod_uid| pass.state.offsets.last(pass.uid, pod_uid)),
+        },
     }
 }
 

@@ -300,6 +300,9 @@ pub(super) fn fail_over(
     if let Some(reading) = unread_replicas(&others, candidate, settings) {
         return keep(lost_name, Health::FailingOver(format!("{why}: {reading}")));
     }
+    if let Some(waiting) = unread_ahead(&others, candidate) {
+        return keep(lost_name, Health::FailingOver(format!("{why}: {waiting}")));
+    }
     let mut steps = vec![Step::Promote {
         pod: candidate.name.clone(),
     }];
@@ -386,6 +389,36 @@ pub(super) fn unread_replicas(
         unread.join(", "),
         waited.as_secs(),
         settings.failover_after.as_secs()
+    ))
+}
+
+/// Never promote below what a server unread now was last read at (DESIGN §10, issue #41.3):
+/// a replica that misses the read after the cut, or this pass's reads, was last read at some
+/// offset; beyond the candidate's, it may hold writes acknowledged by `WAIT 1` from it alone,
+/// which the candidate lacks and which it would full-sync away once told to follow. It is
+/// waited for however long the primary has been lost, until it is read again, its process is
+/// gone (restarted: what it held in memory is gone either way) or its pod terminates.
+/// `Some(what is awaited)` while waiting.
+pub(super) fn unread_ahead(live: &[&Member], candidate: &Member) -> Option<String> {
+    let candidate_offset = candidate.redis.as_ref().map_or(0, RedisRole::offset);
+    let ahead: Vec<String> = live
+        .iter()
+        .filter(|m| {
+            m.name != candidate.name && m.redis.is_none() && !m.process_gone && !m.terminating
+        })
+        .filter_map(|m| {
+            let last = m.last_offset.filter(|o| *o > candidate_offset)?;
+            Some(format!("{} (last read at offset {last})", m.name))
+        })
+        .collect();
+    if ahead.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "waiting for {} to answer: beyond {}'s offset {candidate_offset}, it may hold acknowledged writes {} lacks",
+        ahead.join(", "),
+        candidate.name,
+        candidate.name
     ))
 }
 

@@ -36,6 +36,10 @@ pub struct Member {
     pub refuses_auth: bool,
     /// What its redis-server answered; `None` when it could not be reached.
     pub redis: Option<RedisRole>,
+    /// When it could not be read now: the replication offset it was last read at (earlier in
+    /// this pass, or in an earlier one, by this controller). A server unread now may hold
+    /// everything up to there (DESIGN §10).
+    pub last_offset: Option<i64>,
 }
 
 /// What to do, in order.

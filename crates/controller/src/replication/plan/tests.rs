@@ -23,6 +23,7 @@ fn fenced(i: u32) -> Member {
         label: None,
         keys: 0,
         refuses_auth: false,
+        last_offset: None,
         redis: Some(RedisRole::Replica {
             primary_host: FENCE_HOST.into(),
             primary_port: FENCE_PORT,
@@ -1188,4 +1189,50 @@ fn every_server_restarted_in_place_elects_from_loaded_data_not_no_candidate_fore
         "{:?}",
         d.steps
     );
+}
+
+#[test]
+fn a_replica_unread_now_but_last_read_beyond_the_candidate_is_waited_for() {
+    // Issue #41.3: r-2 was read at offset 150 (this pass before the cut, or the pass before)
+    // and misses the read after it; r-1 is read at 120. r-2 may hold writes acknowledged by
+    // WAIT 1 from it alone: r-1 is not promoted (r-2 would full-sync them away), however long
+    // the primary has been lost, until r-2 is read, its process is gone or its pod goes.
+    let lost = Member {
+        redis: None,
+        ready: false,
+        ..primary(0, 150, &[])
+    };
+    let ahead = Member {
+        redis: None,
+        last_offset: Some(150),
+        ..replica(2, 0, 150)
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(600));
+    let members = [lost.clone(), cut_off(replica(1, 0, 120)), ahead.clone()];
+    let d = decide(&members, &s);
+    assert!(
+        !d.steps.iter().any(|x| matches!(x, Step::Promote { .. })),
+        "{:?}",
+        d.steps
+    );
+    assert!(
+        matches!(&d.health, Health::FailingOver(m) if m.contains("r-2") && m.contains("150")),
+        "{:?}",
+        d.health
+    );
+    // Last read behind the candidate: no reason to wait past failoverAfter.
+    let behind = Member {
+        last_offset: Some(100),
+        ..ahead.clone()
+    };
+    let d = decide(&[lost.clone(), cut_off(replica(1, 0, 120)), behind], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-1"), "{:?}", d.steps);
+    // Its container stopped: nothing left to wait for.
+    let gone = Member {
+        process_gone: true,
+        ..ahead
+    };
+    let d = decide(&[lost, cut_off(replica(1, 0, 120)), gone], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-1"), "{:?}", d.steps);
 }
