@@ -28,6 +28,8 @@ pub const SAMPLE: Duration = Duration::from_millis(250);
 const KEPT: usize = 200_000;
 /// Lines of the report printed at most; the file has them all.
 const PRINTED: usize = 400;
+/// Characters of a printed line at most.
+const SHOWN_WIDTH: usize = 240;
 
 /// One line of the timeline: when, from where (`test`, `pod`, `redis`, `acks`, `controller`), what.
 #[derive(Debug, Clone)]
@@ -154,6 +156,9 @@ impl FlightRecorder {
                 l.text
             )
         };
+        // Printed lines are cut short (a redis-server's client descriptions run to 400
+        // characters); the file keeps them whole.
+        let short_line = |l: &Line| render(l).chars().take(SHOWN_WIDTH).collect::<String>();
         let all: Vec<String> = lines.iter().map(render).collect();
         let path = self.file();
         let written = std::fs::create_dir_all(path.parent().unwrap_or(&path))
@@ -162,9 +167,9 @@ impl FlightRecorder {
             Some((from, to)) => lines
                 .iter()
                 .filter(|l| l.at >= from && l.at <= to)
-                .map(render)
+                .map(short_line)
                 .collect(),
-            None => all,
+            None => lines.iter().map(short_line).collect(),
         };
         if shown.len() > PRINTED {
             let cut = shown.len() - PRINTED;

@@ -19,7 +19,9 @@
 //!    promotes the replica with the highest offset among those that were linked to a primary,
 //!    repoints the others, and moves the labels last (see `election::fail_over`). A labelled replica that
 //!    could not be read is waited for first, at most `failoverAfter` since the primary was lost:
-//!    it may hold acknowledged writes the others lack.
+//!    it may hold acknowledged writes the others lack; and nothing is promoted below what a
+//!    server unread now was last read at (`election::unread_ahead`). When every server
+//!    restarted in its pod, rule 2's election runs instead (`election::fail_over`).
 //! 5. A primary whose pod is about to go (scaled away or outdated) hands over first, Ready or
 //!    not, as long as it answers as the primary: a switchover to an in-sync replica that stays,
 //!    with writes paused until it has caught up.
