@@ -131,6 +131,24 @@ fn settings(replicas: u32) -> Settings {
     }
 }
 
+/// The labelled primary `i` as a pass finds it lost: unread, not Ready.
+fn unread_primary(i: u32, offset: i64) -> Member {
+    Member {
+        redis: None,
+        ready: false,
+        ..primary(i, offset, &[])
+    }
+}
+
+/// The settings of a Redis whose primary existed, the last one at ordinal `last_primary`.
+fn after_a_primary(replicas: u32, last_primary: u32) -> Settings {
+    Settings {
+        had_primary: true,
+        last_primary: Some(last_primary),
+        ..settings(replicas)
+    }
+}
+
 fn label(pod: &str, role: Option<Label>) -> Step {
     Step::Label {
         pod: pod.into(),
@@ -672,11 +690,7 @@ fn a_live_master_other_than_the_lost_primary_is_labelled_not_failed_over() {
     // r-0 merely unread (issue #41.1: it may be the newer primary, and r-1 an old one back):
     // not adopted; past failoverAfter a failover cuts r-1 too and promotes the most advanced,
     // which holds everything r-1 acknowledged (r-2, at r-1's offset 120), never r-0.
-    let unread = Member {
-        redis: None,
-        ready: false,
-        ..primary(0, 100, &[])
-    };
+    let unread = unread_primary(0, 100);
     let first = decide(&[unread.clone(), promoted.clone(), replica(2, 1, 120)], &s);
     assert!(
         first.steps.contains(&fence("r-1")) && first.steps.contains(&fence("r-2")),
@@ -948,9 +962,7 @@ fn after_a_full_restart_the_last_primary_is_waited_for_while_its_pod_comes_back(
     // terminating, has no IP, or did not answer). The append-only files give no offsets back,
     // so only r-1 is known to hold every acknowledged write: electing a replica that came back
     // first, once failoverAfter ran out, resyncs r-1's newest writes away.
-    let mut s = settings(3);
-    s.had_primary = true;
-    s.last_primary = Some(1);
+    let mut s = after_a_primary(3, 1);
     s.primary_unhealthy_for = Some(s.failover_after * 2);
     let mut terminating = reloaded(1, 900, 0);
     terminating.terminating = true;
@@ -1119,9 +1131,7 @@ fn every_server_restarted_in_place_elects_from_loaded_data_not_no_candidate_fore
     // restart, an OOM kill of a one-pod Redis): the labelled primary answers fenced with what it
     // loaded from disk, no replica is linked. The stale label goes and the pod holding the most
     // is elected, the last primary first among equals.
-    let mut s = settings(3);
-    s.had_primary = true;
-    s.last_primary = Some(1);
+    let mut s = after_a_primary(3, 1);
     s.primary_unhealthy_for = Some(Duration::from_secs(1));
     let labelled = Member {
         label: Some(Label::Primary),
@@ -1175,9 +1185,7 @@ fn every_server_restarted_in_place_elects_from_loaded_data_not_no_candidate_fore
     );
 
     // A one-pod Replication Redis after its container restarted: itself again.
-    let mut one = settings(1);
-    one.had_primary = true;
-    one.last_primary = Some(0);
+    let one = after_a_primary(1, 0);
     let alone = Member {
         label: Some(Label::Primary),
         ..reloaded(0, 5, 1)
@@ -1197,11 +1205,7 @@ fn a_replica_unread_now_but_last_read_beyond_the_candidate_is_waited_for() {
     // and misses the read after it; r-1 is read at 120. r-2 may hold writes acknowledged by
     // WAIT 1 from it alone: r-1 is not promoted (r-2 would full-sync them away), however long
     // the primary has been lost, until r-2 is read, its process is gone or its pod goes.
-    let lost = Member {
-        redis: None,
-        ready: false,
-        ..primary(0, 150, &[])
-    };
+    let lost = unread_primary(0, 150);
     let ahead = Member {
         redis: None,
         last_offset: Some(150),
