@@ -401,4 +401,6 @@ fn describe_unhealthy(m: &Member) -> &'static str {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
