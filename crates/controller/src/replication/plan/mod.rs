@@ -70,6 +70,25 @@ pub fn decide(members: &[Member], settings: &Settings) -> Decision {
         Some(primary) => with_primary(primary, &live, &all, settings),
         None => without_primary(&live, &all, settings),
     };
+    // Rule 1 also for a primary whose pod terminates (a graceful delete): its label goes
+    // before another pod is given it (issue #41.6).
+    let labels_another = |pod: &str| {
+        decision
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::Label { pod: p, role: Some(Label::Primary) } if p != pod))
+    };
+    for leaving in members
+        .iter()
+        .filter(|m| m.terminating && m.label == Some(Label::Primary))
+    {
+        if labels_another(&leaving.name) {
+            steps.push(Step::Label {
+                pod: leaving.name.clone(),
+                role: None,
+            });
+        }
+    }
     steps.append(&mut decision.steps);
     decision.steps = steps;
     decision
@@ -357,9 +376,28 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
         .copied()
         .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
         .collect();
-    // A primary existed before (status.primary, or a role label left on a pod): never elect
-    // over data (DESIGN §9.2).
-    if settings.had_primary || live.iter().any(|m| m.label.is_some()) {
+    // A primary existed before (status.primary, or a role label left on a pod), or the pods
+    // loaded data (a Redis created again over claims it retained, issue #41.5): never elect
+    // over data (DESIGN §9.2). So the first election waits until every pod in range is read
+    // (at most `failoverAfter`): the one holding the data may start last. A restore elects its
+    // restoring pod, below.
+    let waited = settings
+        .primary_unhealthy_for
+        .unwrap_or(settings.failover_after);
+    let every_pod_read = (0..settings.replicas).all(|o| {
+        in_range
+            .iter()
+            .any(|m| m.ordinal == Some(o) && m.redis.is_some() && !m.loading)
+    });
+    if settings.restored.is_none()
+        && !settings.had_primary
+        && !every_pod_read
+        && waited < settings.failover_after
+    {
+        return electing();
+    }
+    let loaded = settings.restored.is_none() && live.iter().any(|m| m.keys > 0);
+    if settings.had_primary || live.iter().any(|m| m.label.is_some()) || loaded {
         return reelect(&in_range, live, settings);
     }
     // Bootstrap of a new Redis: nobody has data; the lowest ordinal that exists is the primary,

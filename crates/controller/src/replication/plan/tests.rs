@@ -1240,3 +1240,58 @@ fn a_replica_unread_now_but_last_read_beyond_the_candidate_is_waited_for() {
     let d = decide(&[lost, cut_off(replica(1, 0, 120)), gone], &s);
     assert_eq!(d.primary.as_deref(), Some("r-1"), "{:?}", d.steps);
 }
+
+#[test]
+fn a_terminating_primary_loses_its_label_before_another_pod_gets_it() {
+    // Issue #41.6: a graceful delete of the primary's pod: its successor is labelled while the
+    // old pod terminates; the old one's label goes first (rule 1: one pod carries it).
+    let leaving = Member {
+        terminating: true,
+        ..primary(0, 100, &[1])
+    };
+    let d = decide_after_cut(&[leaving, replica(1, 0, 100)], &settings(2));
+    assert_eq!(d.primary.as_deref(), Some("r-1"));
+    let unlabel = d.steps.iter().position(|x| *x == label("r-0", None));
+    let relabel = d
+        .steps
+        .iter()
+        .position(|x| *x == label("r-1", Some(Label::Primary)));
+    assert!(
+        matches!((unlabel, relabel), (Some(u), Some(r)) if u < r),
+        "{:?}",
+        d.steps
+    );
+}
+
+#[test]
+fn a_new_redis_over_retained_claims_elects_the_pod_holding_the_most_not_ordinal_zero() {
+    // Issue #41.5: deleted with whenDeleted Retain and created again: no status.primary, no
+    // label, but the pods loaded their claims. Ordinal 0 loaded nothing (its claim was made
+    // later); r-1 holds the data: it is elected, and r-0 follows it.
+    let members = [reloaded(0, 0, 1), reloaded(1, 50, 1), reloaded(2, 40, 1)];
+    let d = decide(&members, &settings(3));
+    assert_eq!(d.primary.as_deref(), Some("r-1"), "{:?}", d.steps);
+    assert!(d.steps.contains(&follow("r-0", 1)), "{:?}", d.steps);
+    // A new Redis whose pods hold nothing: ordinal 0, as before.
+    let d = decide(
+        &[reloaded(0, 0, 1), reloaded(1, 0, 1), reloaded(2, 0, 1)],
+        &settings(3),
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    // r-1 has not started yet (no IP): its claim may hold the data, so the first election waits
+    // for every pod, at most failoverAfter, before ordinal 0 is taken for empty.
+    let starting = Member {
+        ip: None,
+        redis: None,
+        ..reloaded(1, 0, 1)
+    };
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(Duration::from_secs(1));
+    let members = [reloaded(0, 0, 1), starting, reloaded(2, 0, 1)];
+    let d = decide(&members, &s);
+    assert!(d.steps.is_empty(), "{:?}", d.steps);
+    assert_eq!(d.health, Health::Electing);
+    s.primary_unhealthy_for = Some(s.failover_after);
+    let d = decide(&members, &s);
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+}
