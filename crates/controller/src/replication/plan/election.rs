@@ -117,6 +117,14 @@ pub(super) fn reelect(in_range: &[&Member], live: &[&Member], settings: &Setting
     }
 }
 
+/// The live members whose ordinal stays (below `replicas`).
+pub(super) fn in_range<'a>(live: &[&'a Member], settings: &Settings) -> Vec<&'a Member> {
+    live.iter()
+        .copied()
+        .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
+        .collect()
+}
+
 /// A live server other than the labelled primary that answers as a primary and streams to a
 /// replica in time (online, acknowledging within `minReplicasMaxLag`), as [`best_replica`]
 /// ranks (most data, then current, Ready, lowest ordinal); only one with an IP whose process
@@ -272,12 +280,7 @@ pub(super) fn fail_over(
         let lost_restarted = lost
             .is_some_and(|l| l.process_gone || l.redis.as_ref().is_some_and(RedisRole::is_fenced));
         if lost_restarted && !live.iter().any(|m| holds_data(m)) {
-            let in_range: Vec<&Member> = live
-                .iter()
-                .copied()
-                .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
-                .collect();
-            let mut decision = reelect(&in_range, live, settings);
+            let mut decision = reelect(&in_range(live, settings), live, settings);
             if let Some(lost) = &lost_name
                 && decision.primary.as_ref().is_some_and(|p| p != lost)
             {

@@ -39,7 +39,9 @@ mod model;
 pub use model::{Decision, Health, Label, Member, Settings, Step};
 
 use crate::redis_server::info::RedisRole;
-use election::{adopt, adopted, electing, fail_over, holds_data, live_master, promote, reelect};
+use election::{
+    adopt, adopted, electing, fail_over, holds_data, in_range, live_master, promote, reelect,
+};
 
 pub fn decide(members: &[Member], settings: &Settings) -> Decision {
     let live: Vec<&Member> = members.iter().filter(|m| !m.terminating).collect();
@@ -371,11 +373,7 @@ fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> De
             "no pod is the primary".to_owned(),
         );
     }
-    let in_range: Vec<&Member> = live
-        .iter()
-        .copied()
-        .filter(|m| m.ordinal.is_some_and(|o| o < settings.replicas))
-        .collect();
+    let in_range = in_range(live, settings);
     // A primary existed before (status.primary, or a role label left on a pod), or the pods
     // loaded data (a Redis created again over claims it retained, issue #41.5): never elect
     // over data (DESIGN §9.2). So the first election waits until every pod in range is read
