@@ -1,6 +1,6 @@
 //! Who is the primary, and what to tell each redis-server (Replication mode). Pure: the inputs are
 //! the pods as the API server and the redis-servers themselves describe them; the output is the
-//! steps to take. The rules (docs/design.md, "Replication"):
+//! steps to take. The rules, numbered as in docs/design.md §3b:
 //!
 //! 1. The primary is the pod labelled `myapp.tangx.in/role=primary`; the `<name>` Service
 //!    follows that label. At most one pod carries it: a label is removed before another is set.
@@ -15,23 +15,27 @@
 //!    `heard_by`); one whose pod is gone
 //!    or whose redis-server died or restarted (its container is not running, or it answers fenced:
 //!    its data is lost either way) is replaced at once. First every server still on a stream is
-//!    cut off (fenced, keeping its data), the old primary too when it answers; the next pass
-//!    promotes the replica with the highest offset among those that were linked to a primary,
-//!    repoints the others, and moves the labels last (see `election::fail_over`). A labelled replica that
+//!    cut off (fenced, keeping its data), the old primary too when it answers; the servers that
+//!    answered are read again, and the replica with the highest offset among those that were
+//!    linked to a primary is promoted, the others repointed, and the labels moved last, in the
+//!    same pass (see `election::fail_over`). A labelled replica that
 //!    could not be read is waited for first, at most `failoverAfter` since the primary was lost:
 //!    it may hold acknowledged writes the others lack; and nothing is promoted below what a
 //!    server unread now was last read at (`election::unread_ahead`). When every server
 //!    restarted in its pod, rule 2's election runs instead (`election::fail_over`).
-//! 5. A primary whose pod is about to go (scaled away or outdated) hands over first, Ready or
-//!    not, as long as it answers as the primary: a switchover to an in-sync replica that stays,
-//!    with writes paused until it has caught up.
-//! 6. A live master is labelled, not failed over (DESIGN §9.3, §10): when the labelled primary is
+//!    The live master (rule 4's last part; DESIGN §9.3, §10): when the labelled primary is
 //!    positively not a primary (it answers as a replica or fenced, its process is gone, its pod
 //!    is terminating or gone) and another server answers as a primary streaming in time to a
 //!    replica (an earlier pass or leader promoted it and never moved the labels), that server
 //!    gets the label and the others follow it; no replica is promoted over it. A labelled
 //!    primary that is merely unread or not Ready is never replaced this way: the server beside
 //!    it may be an old primary back from a freeze or a partition.
+//! 5. A primary whose pod is about to go (scaled away or outdated) hands over first, Ready or
+//!    not, as long as it answers as the primary: a switchover to an in-sync replica that stays,
+//!    with writes paused until it has caught up.
+//! 6. The status (`replication/status.rs`): primary, members, `Replicating` and `FailingOver`.
+//! 7. The split-brain bound: `min-replicas-to-write` (`api::defaults`, set on the pods by
+//!    `pods::build`); this planner reads its lag, `Settings::max_lag_seconds`.
 
 mod election;
 mod model;
@@ -121,7 +125,7 @@ fn with_primary(
     {
         return handover;
     }
-    // Rule 6: another server already answers as the primary (promoted by an earlier pass or
+    // Rule 4, the live master: another server already answers as the primary (promoted by an earlier pass or
     // leader whose label writes never happened): it is labelled, never failed over. Only when
     // the labelled primary is positively not one any more (its redis-server answers as a
     // replica, fenced by the cut before that promotion, or its process is gone): one that is
@@ -358,7 +362,7 @@ fn serving(primary: &Member, others: &[&Member], settings: &Settings) -> Decisio
 
 /// Rule 2 and the rest of rule 4: no pod carries the primary label.
 fn without_primary(live: &[&Member], all: &[&Member], settings: &Settings) -> Decision {
-    // Rule 6, as with a labelled primary that is not one any more: none is labelled (its pod
+    // Rule 4's live master, as with a labelled primary that is not one any more: none is labelled (its pod
     // is gone or terminating).
     if let Some(master) = live_master(live, settings) {
         return adopted(master, adopt(master, live));
