@@ -2,9 +2,9 @@
 
 use crate::Error;
 use crate::cli::Cli;
-use crate::k8s::{FIELD_MANAGER, scoped, watch};
+use crate::k8s::{FIELD_MANAGER, redis_watch, scoped, watch};
 use crate::metrics::Metrics;
-use crate::reconcile::{self, Context, undecodable};
+use crate::reconcile::{self, Context};
 use api::{Redis, RedisBackup};
 use futures::{FutureExt, StreamExt, TryStreamExt, future};
 use k8s_openapi::api::batch::v1::Job;
@@ -75,8 +75,8 @@ pub async fn run(
     metrics.leader.set(1);
 
     // Untyped, so one stored object that does not decode cannot stop the watch of all the others
-    // (see `watched`); each object is decoded when it is reconciled.
-    let resource = undecodable::resource();
+    // (see `k8s::redis_watch`); each object is decoded when it is reconciled.
+    let resource = redis_watch::resource();
     let redis_untyped: Api<DynamicObject> = match cli.namespace.as_deref() {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
@@ -86,7 +86,7 @@ pub async fn run(
     let named_by = (redis_writer.as_reader(), resource.clone());
     let redis_watch = watcher(redis_untyped, watcher::Config::default())
         .default_backoff()
-        .modify(undecodable::strip)
+        .modify(redis_watch::strip)
         .reflect(redis_writer)
         .applied_objects()
         // Our own status writes change neither of these, so they do not wake us.
@@ -123,7 +123,7 @@ pub async fn run(
         .owns_stream(children.pdbs)
         .owns_stream(children.network_policies)
         .watches_stream(children.claims, {
-            let resource = undecodable::resource();
+            let resource = redis_watch::resource();
             move |claim| crate::storage::redis_for_claim(&resource, &claim)
         })
         .watches_stream(secrets.events, move |secret| {

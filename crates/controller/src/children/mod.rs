@@ -11,10 +11,10 @@
 //! - PodDisruptionBudget `<name>` (policy/v1): `maxUnavailable` from the spec (default 1) over
 //!   every pod of the Redis, so a node drain takes its pods down one at a time.
 //! - NetworkPolicy `<name>` (networking/v1), while `spec.networkPolicy` asks for one (built in
-//!   `crate::network_policy`, DESIGN §3j); deleted when it no longer does.
+//!   [`network_policy`], DESIGN §3j); deleted when it no longer does.
 //!
-//! The builders and the comparisons are pure: [`service`], [`pdb`], and what every child carries,
-//! [`meta`]. [`apply`] is the shell: it compares each desired
+//! The builders and the comparisons are pure, one file per child kind: [`service`], [`pdb`],
+//! [`network_policy`], and what every child carries, [`meta`]. [`apply`] is the shell: it compares each desired
 //! object with the watch cache's copy and writes (server-side apply) only what differs, so a
 //! steady state makes no writes; [`watch`] keeps those caches and wakes the owning Redis when a
 //! child changes or is deleted by hand.
@@ -25,6 +25,7 @@
 //! [`NameConflict`], reported in the Ready condition ([`status`]) and left as it is.
 
 pub mod meta;
+pub mod network_policy;
 pub mod pdb;
 pub mod service;
 pub mod status;
@@ -33,7 +34,6 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::watch::{self, Cached, Events};
 use crate::k8s::{self, apply_forced, controlled_by, controller_of};
-use crate::network_policy::{OperatorPods, network_policy, network_policy_differs};
 use api::Redis;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -42,6 +42,8 @@ use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
+pub use network_policy::OperatorPods;
+use network_policy::{network_policy, network_policy_differs};
 use pdb::{pdb, pdb_differs};
 use serde::de::DeserializeOwned;
 use service::{

@@ -4,10 +4,10 @@
 
 use crate::Error;
 use crate::cached::CachedPod;
+use crate::children::OperatorPods;
 use crate::k8s::FIELD_MANAGER;
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
-use crate::network_policy::OperatorPods;
 use crate::{acl, auth, children, config, replication, tls};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -29,7 +29,7 @@ pub struct Context {
     terminating: Mutex<TerminatingNamespaces>,
     /// Services, PodDisruptionBudgets and claims labelled as ours (see `children`).
     pub children: children::Stores,
-    /// The controller's own pods, which every NetworkPolicy admits (`network_policy`).
+    /// The controller's own pods, which every NetworkPolicy admits (`children::network_policy`).
     pub operator: OperatorPods,
     /// Replication mode: since when each primary has been unhealthy.
     pub replication: replication::State,

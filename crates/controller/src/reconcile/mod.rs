@@ -4,8 +4,8 @@
 //! ([`error_policy`]).
 //!
 //! - [`context`]: what every reconcile shares, and the status write.
-//! - [`undecodable`]: Redis objects watched untyped and decoded one by one, so one bad object
-//!   does not stop the others.
+//! - [`undecodable`]: a stored Redis that does not decode (the watch is untyped,
+//!   `k8s::redis_watch`), reported on its own so it does not stop the others.
 //! - [`cleanup`]: deleting a Redis's pods before its finalizer is released.
 
 pub mod cleanup;
@@ -16,7 +16,7 @@ pub use context::Context;
 
 use crate::Error;
 use crate::k8s::events::publish;
-use crate::k8s::{self, conditions::now};
+use crate::k8s::{self, conditions::now, redis_watch};
 use crate::metrics::ReasonLabels;
 use crate::pods::build::{hashed_pod_spec, pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
@@ -49,8 +49,8 @@ const AUTH_RETRY: Duration = Duration::from_secs(10);
 /// one by one (see `undecodable`): one that does not decode is reported, and the others carry on.
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Requeue, Error> {
     let _timer = ctx.metrics.reconcile_started();
-    let key = ObjectRef::from_obj_with(obj.as_ref(), undecodable::resource());
-    let result = match undecodable::decode(&obj) {
+    let key = ObjectRef::from_obj_with(obj.as_ref(), redis_watch::resource());
+    let result = match redis_watch::decode(&obj) {
         Ok(redis) => reconcile_redis(Arc::new(redis), &ctx).await,
         Err(reason) => undecodable::undecodable(&obj, &reason, &ctx).await,
     };
@@ -92,7 +92,7 @@ pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>)
         let n = failures
             .entry(ObjectRef::from_obj_with(
                 redis.as_ref(),
-                undecodable::resource(),
+                redis_watch::resource(),
             ))
             .or_insert(0);
         *n = n.saturating_add(1);
