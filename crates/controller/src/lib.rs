@@ -1,8 +1,10 @@
 //! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3). One folder per
 //! feature, each with its pure rules beside the async step that applies them:
 //!
-//! - [`reconcile`]: the shell: finalizer, the sequence of feature steps, status writes, requeue
-//!   policy; undecodable objects; cleanup on deletion.
+//! - [`reconcile`]: the shell: finalizer, the fixed sequence of feature steps (the pass, in its
+//!   module doc), status writes, requeue policy; undecodable objects; cleanup on deletion.
+//! - [`step`]: what every feature step reads (`Step`) and what its outcome answers (`Outcome`:
+//!   holds back pod creation?, next pass when?, what it says in the status).
 //! - [`pods`]: the pods: the plan (creates, deletes, rolling updates), the pod built for each
 //!   ordinal, the status they amount to, and the pod writes with their Events (§3).
 //! - [`children`]: the Services, the PodDisruptionBudget and the NetworkPolicy (§3, §3j), one
@@ -42,6 +44,7 @@ pub mod reconcile;
 pub mod redis_server;
 pub mod replication;
 pub mod run;
+pub mod step;
 pub mod storage;
 pub mod tls;
 

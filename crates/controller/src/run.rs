@@ -74,6 +74,26 @@ pub async fn run(
     };
     metrics.leader.set(1);
 
+    let recorder = Recorder::new(
+        client.clone(),
+        // Events are reported under the name the controller's writes are managed by.
+        Reporter {
+            controller: FIELD_MANAGER.to_owned(),
+            instance: instance_name(),
+        },
+    );
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            pods.store.clone(),
+            recorder.clone(),
+            metrics.clone(),
+        )
+        .with_backup_image(cli.backup_image.clone())
+        .with_children(children.stores.clone())
+        .with_operator_pods(cli.operator_pods(std::env::var("POD_NAMESPACE").ok()))
+        .with_secrets(secrets.store),
+    );
     // Untyped, so one stored object that does not decode cannot stop the watch of all the others
     // (see `k8s::redis_watch`); each object is decoded when it is reconciled.
     let resource = redis_watch::resource();
@@ -88,18 +108,16 @@ pub async fn run(
         .default_backoff()
         .modify(redis_watch::strip)
         .reflect(redis_writer)
+        // What the features remember of a Redis is forgotten when it goes, finalizer or not.
+        .map_ok({
+            let (ctx, redis) = (ctx.clone(), redis_store.clone());
+            move |event| forget_gone(&ctx, &redis, event)
+        })
         .applied_objects()
         // Our own status writes change neither of these, so they do not wake us.
         .predicate_filter(spec_or_lifecycle, Default::default());
 
-    let recorder = Recorder::new(
-        client.clone(),
-        // Events are reported under the name the controller's writes are managed by.
-        Reporter {
-            controller: FIELD_MANAGER.to_owned(),
-            instance: instance_name(),
-        },
-    );
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     // Backups (§3o): a controller of its own, beside the Redis one, reading the same caches.
     let backups = crate::backup::controller::Context {
         client: client.clone(),
@@ -109,14 +127,6 @@ pub async fn run(
         redis: redis_store.clone(),
         image: cli.backup_image.clone(),
     };
-    let ctx = Arc::new(
-        Context::new(client.clone(), pods.store, recorder, metrics.clone())
-            .with_backup_image(cli.backup_image.clone())
-            .with_children(children.stores.clone())
-            .with_operator_pods(cli.operator_pods(std::env::var("POD_NAMESPACE").ok()))
-            .with_secrets(secrets.store),
-    );
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let controller = Controller::for_stream_with(redis_watch, redis_store, resource)
         .owns_stream(pods.events)
         .owns_stream(children.services)
@@ -249,6 +259,23 @@ async fn backup_controller(
             future::ready(())
         });
     Ok((Box::pin(running), Some(schedules)))
+}
+
+/// The Redis watch's events, passed on after forgetting what the features remember of a Redis
+/// deleted (its delete), or of every Redis gone from the cache after a re-list.
+fn forget_gone(
+    ctx: &Context,
+    redis: &reflector::Store<DynamicObject>,
+    event: watcher::Event<DynamicObject>,
+) -> watcher::Event<DynamicObject> {
+    match &event {
+        watcher::Event::Delete(gone) => {
+            ctx.forget(gone.metadata.uid.as_deref().unwrap_or_default())
+        }
+        watcher::Event::InitDone => ctx.sweep(redis),
+        _ => {}
+    }
+    event
 }
 
 /// Completes when the lease is lost; never without leader election.

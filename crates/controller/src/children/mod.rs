@@ -32,13 +32,16 @@ pub mod status;
 
 use crate::Error;
 use crate::cached::CachedPod;
+use crate::k8s::events::publish;
 use crate::k8s::watch::{self, Cached, Events};
 use crate::k8s::{self, apply_forced, controlled_by, controller_of};
+use crate::step::Step;
 use api::Redis;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -51,6 +54,10 @@ use service::{
 };
 use std::fmt::Debug;
 use std::sync::Arc;
+
+/// The Ready condition's reason, and the Warning Event's, while a child's name is held by
+/// another object.
+pub const NAME_CONFLICT: &str = "NameConflict";
 
 /// A child's name held by an object this Redis does not control: nothing was written to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -414,6 +421,44 @@ where
             name: name.to_owned(),
             source,
         }),
+    }
+}
+
+/// The children step of a pass (DESIGN §3, §3j): [`apply`], and a Warning Event for each name
+/// another object holds. Its failure must not hold back the pods: the pass returns it last
+/// ([`finish`]).
+pub async fn step(
+    step: &Step<'_>,
+    stores: &Stores,
+    operator: &OperatorPods,
+) -> Result<Applied, Error> {
+    let applied = apply(step.client, stores, operator, step.redis, step.pods).await;
+    if let Ok(applied) = &applied {
+        for conflict in &applied.conflicts {
+            publish(
+                step.recorder,
+                &step.redis.object_ref(&()),
+                None,
+                EventType::Warning,
+                NAME_CONFLICT,
+                "Apply",
+                conflict.message(),
+            )
+            .await;
+        }
+    }
+    applied
+}
+
+/// What the children step leaves for after the status write: its error, or the first name
+/// another object holds (said in the status; backing off, the holder may be renamed or deleted).
+pub fn finish(applied: Result<Applied, Error>) -> Result<(), Error> {
+    match applied?.conflicts.into_iter().next() {
+        Some(conflict) => Err(Error::NameConflict {
+            kind: conflict.kind,
+            name: conflict.name,
+        }),
+        None => Ok(()),
     }
 }
 
