@@ -77,7 +77,8 @@ impl<'a> Step<'a> {
 pub enum Hold {
     /// Creates may go ahead.
     No,
-    /// No pod is created; why (logged).
+    /// No pod is created; why, in a word (the condition that says it to the user is the
+    /// step's own fold).
     All(&'static str),
     /// These ordinals are not created (say, their claim's name is held by someone else).
     Ordinals(Vec<u32>),
