@@ -1,6 +1,6 @@
 //! Command line of `redis-controller` (every flag also reads an environment variable).
 
-use crate::network_policy::OperatorPods;
+use crate::children::OperatorPods;
 use clap::Parser;
 use ops::LogFormat;
 use std::net::SocketAddr;

@@ -1,11 +1,14 @@
 //! `redis-controller`: reconciles `Redis` resources into pods (DESIGN §3). One folder per
 //! feature, each with its pure rules beside the async step that applies them:
 //!
-//! - [`reconcile`]: the shell: finalizer, the sequence of feature steps, status writes, requeue
-//!   policy; undecodable objects; cleanup on deletion.
+//! - [`reconcile`]: the shell: finalizer, the fixed sequence of feature steps (the pass, in its
+//!   module doc), status writes, requeue policy; undecodable objects; cleanup on deletion.
+//! - [`step`]: what every feature step reads (`Step`) and what its outcome answers (`Outcome`:
+//!   holds back pod creation?, next pass when?, what it says in the status).
 //! - [`pods`]: the pods: the plan (creates, deletes, rolling updates), the pod built for each
 //!   ordinal, the status they amount to, and the pod writes with their Events (§3).
-//! - [`children`]: the Services and the PodDisruptionBudget (§3).
+//! - [`children`]: the Services, the PodDisruptionBudget and the NetworkPolicy (§3, §3j), one
+//!   file per child kind.
 //! - [`storage`]: the claims of `spec.storage` (§3d).
 //! - [`auth`]: the password from the Secret, and its live rotation on the pods (§3c).
 //! - [`tls`]: the TLS Secret, the controller's TLS client, the live certificate reload (§3k).
@@ -16,8 +19,9 @@
 //!   schedules) and the restore of a new Redis from one (§3o).
 //! - [`replication`]: roles, failover and switchover in Replication mode (§3b, §9).
 //! - [`redis_server`]: the one client of the pods' redis-servers.
-//! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, Events, conditions,
-//!   the field manager, ownership, terminating namespaces.
+//! - [`k8s`]: Kubernetes plumbing shared by every feature: the cached watch, the untyped Redis
+//!   watch both reconcilers read, Events, conditions, the field manager, ownership, terminating
+//!   namespaces.
 //! - [`cached`]: what the pod cache keeps of a pod (only what the controller reads).
 //! - [`run`]: wiring: caches, the kube-runtime Controller, leader election ([`leader`]), the
 //!   operations port ([`metrics`]); [`cli`] its flags.
@@ -35,12 +39,12 @@ mod fixtures;
 pub mod k8s;
 pub mod leader;
 pub mod metrics;
-pub mod network_policy;
 pub mod pods;
 pub mod reconcile;
 pub mod redis_server;
 pub mod replication;
 pub mod run;
+pub mod step;
 pub mod storage;
 pub mod tls;
 

@@ -24,9 +24,11 @@ pub mod users;
 use crate::Error;
 use crate::auth;
 use crate::cached::CachedPod;
+use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::events::publish;
 use crate::k8s::{self, controlled_by};
 use crate::redis_server::{Login, Server, TlsClient, refuses_auth};
+use crate::step::Step;
 use api::Redis;
 use api::acl::{OPERATOR_PASSWORD_KEY, OPERATOR_USER, REPLICATION_PASSWORD_KEY, USERS_KEY};
 use futures::future;
@@ -36,7 +38,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::events::{EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use users::{Passwords, User};
 
 /// Reason of the Normal Event when pods were given the current users.
@@ -48,7 +50,7 @@ pub const USERS_REFUSED: &str = "UsersRefused";
 /// the users once more, which changes nothing on a pod that has them.
 #[derive(Default)]
 pub struct State {
-    by_redis: Mutex<HashMap<String, Applied>>,
+    by_redis: ByRedis<Applied>,
 }
 
 #[derive(Default, Clone)]
@@ -67,11 +69,21 @@ struct Applied {
 impl State {
     /// Forgets a Redis (deleted).
     pub fn forget(&self, uid: &str) {
-        self.map().remove(uid);
+        self.by_redis.forget(uid);
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Applied>> {
-        self.by_redis.lock().unwrap_or_else(PoisonError::into_inner)
+        self.by_redis.lock()
+    }
+}
+
+impl Remembers for State {
+    fn forget(&self, uid: &str) {
+        State::forget(self, uid);
+    }
+
+    fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.by_redis.keep_only(exists);
     }
 }
 
@@ -111,6 +123,47 @@ impl Settled {
             ..auth::Settled::default()
         }
     }
+}
+
+/// How the controller logs in to the pods, as the ACL step or the auth step settled it (§3l,
+/// §3c): with ACL users, the operator's own user; otherwise the default user's password.
+/// Neither runs while `spec.tls` has no client yet (nothing can reach the pods).
+#[derive(Debug, Default)]
+pub struct Access {
+    /// `Some` with `spec.acl`, once its step ran.
+    pub acl: Option<Settled>,
+    /// The login of the steps after it, once settled.
+    pub auth: Option<auth::Settled>,
+}
+
+impl Access {
+    /// The login of the steps that talk to the pods; `None` while it does not work.
+    pub fn login(&self) -> Option<Login<'_>> {
+        self.auth
+            .as_ref()
+            .filter(|a| a.failure.is_none())
+            .map(auth::Settled::login)
+    }
+}
+
+/// The login step of a pass: the ACL step with `spec.acl` ([`apply`]), the password step
+/// otherwise (`auth::apply`). After the TLS step, before anything else talks to the pods.
+pub async fn access(step: &Step<'_>, state: &State, auth: &auth::State) -> Result<Access, Error> {
+    if step.tls_blocked() {
+        return Ok(Access::default());
+    }
+    let (client, recorder, redis, pods) = (step.client, step.recorder, step.redis, step.pods);
+    if redis.spec.acl.is_some() {
+        let acl = apply(state, auth, client, recorder, redis, pods, step.tls).await?;
+        return Ok(Access {
+            auth: Some(acl.auth()),
+            acl: Some(acl),
+        });
+    }
+    Ok(Access {
+        acl: None,
+        auth: auth::apply(auth, client, recorder, redis, pods, step.tls).await?,
+    })
 }
 
 /// The ACL step of a pass: [`settle`], and Events (only when new).

@@ -2,10 +2,13 @@
 //! `UsersApplied` condition, True when every pod has the current users, False while some lack
 //! them (the message names the pods, and what redis-server refused). Pure.
 
+use super::Access;
 use super::{Settled, USERS_REFUSED};
 use crate::k8s::conditions::condition;
+use crate::step::{AUTH_RETRY, Hold, Outcome, Step};
 use api::RedisStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::time::Duration;
 
 /// The condition's type.
 pub const USERS_APPLIED: &str = "UsersApplied";
@@ -51,6 +54,55 @@ pub fn with_users(
         now,
     ));
     status
+}
+
+/// The login step's outcome (§3l, §3c). No pod of a Redis with ACL users is created without the
+/// operator's own Secret (`<name>-acl`): the pod would read its users from a Secret of that name
+/// someone else made. A refused password, or users not yet given to a pod, bring the next pass
+/// soon. The users' condition here; the password's failure is [`AuthFailure`], folded
+/// earlier.
+impl Outcome for Access {
+    fn hold(&self, step: &Step<'_>) -> Hold {
+        let unknown = self.acl.as_ref().is_none_or(|a| a.password.is_none());
+        if step.redis.spec.acl.is_some() && unknown {
+            Hold::All("the operator's ACL Secret is not known")
+        } else {
+            Hold::No
+        }
+    }
+
+    fn retry(&self, _step: &Step<'_>) -> Option<Duration> {
+        let failed = self.auth.as_ref().is_some_and(|a| a.failure.is_some());
+        let pending = self.acl.as_ref().is_some_and(|a| !a.pending.is_empty());
+        (failed || pending).then_some(AUTH_RETRY)
+    }
+
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        with_users(status, self.acl.as_ref(), stored, now)
+    }
+}
+
+/// The password's failure (`AuthFailed`) in the status, if any: the login step's other fold,
+/// before the TLS step's.
+pub struct AuthFailure<'a>(pub &'a Access);
+
+impl Outcome for AuthFailure<'_> {
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        let failure = self.0.auth.as_ref().and_then(|a| a.failure.as_deref());
+        crate::auth::status::with_failure(status, failure, stored, now)
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod status;
 
 use crate::Error;
 use crate::cached::CachedPod;
+use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::events::publish;
 use crate::k8s::{self, watch};
 use crate::redis_server::{Login, Server, TlsClient};
@@ -37,7 +38,7 @@ pub use rules::Password;
 use rules::{Answer, Fix, answer, candidates, fix, needs_check, password_in, references, remember};
 pub use status::AUTH_FAILED;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// Reason of the Normal Event when pods were given the Secret's new password.
 pub const PASSWORD_ROTATED: &str = "PasswordRotated";
@@ -54,8 +55,19 @@ pub struct State {
     /// Per Redis (by uid): the password read from the Secret it names, with the Secret and
     /// resourceVersion it was read at. Only that key's value is kept, never the whole Secret,
     /// and only while the Redis exists ([`State::forget`]).
-    read: Mutex<HashMap<String, Read>>,
-    redis: Mutex<HashMap<String, Known>>,
+    read: ByRedis<Read>,
+    redis: ByRedis<Known>,
+}
+
+impl Remembers for State {
+    fn forget(&self, uid: &str) {
+        State::forget(self, uid);
+    }
+
+    fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.redis.keep_only(exists);
+        self.read.keep_only(exists);
+    }
 }
 
 /// The password of one Redis as read from its Secret.
@@ -102,9 +114,8 @@ impl State {
     /// Forgets a Redis (deleted): its passwords and what it read of its Secrets (its ACL users'
     /// too, kept under `<uid>/<user>`, see [`secret_value`]).
     pub fn forget(&self, uid: &str) {
-        self.known().remove(uid);
-        self.read()
-            .retain(|key, _| key != uid && !key.starts_with(&format!("{uid}/")));
+        self.redis.forget(uid);
+        self.read.forget(uid);
     }
 
     /// How many Redis have a password read from their Secret kept (tests).
@@ -118,11 +129,11 @@ impl State {
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
-        self.redis.lock().unwrap_or_else(PoisonError::into_inner)
+        self.redis.lock()
     }
 
     fn read(&self) -> std::sync::MutexGuard<'_, HashMap<String, Read>> {
-        self.read.lock().unwrap_or_else(PoisonError::into_inner)
+        self.read.lock()
     }
 }
 

@@ -10,8 +10,8 @@ use crate::cached::CachedPod;
 use crate::k8s::FIELD_MANAGER;
 use crate::k8s::conditions::now;
 use crate::k8s::events::publish;
+use crate::k8s::redis_watch;
 use crate::metrics::{BackupResultLabels, Metrics, RedisLabels};
-use crate::reconcile::undecodable;
 use api::Redis;
 use api::backup::{BackupDestination, BackupPhase, FINALIZER, RedisBackup, RedisBackupStatus};
 use k8s_openapi::api::batch::v1::Job;
@@ -363,9 +363,9 @@ async fn cleanup(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
 
 /// The Redis `name` in `namespace`, from the Redis controller's cache.
 fn redis_named(ctx: &Context, namespace: &str, name: &str) -> Option<Redis> {
-    let key = ObjectRef::new_with(name, undecodable::resource()).within(namespace);
+    let key = ObjectRef::new_with(name, redis_watch::resource()).within(namespace);
     let obj = ctx.redis.get(&key)?;
-    undecodable::decode(&obj).ok()
+    redis_watch::decode(&obj).ok()
 }
 
 fn redis_reference(namespace: &str, name: &str) -> ObjectReference {

@@ -16,6 +16,7 @@ use super::job::{Object, restore_container};
 use super::plan::is_sha256_hex;
 use crate::cached::CachedPod;
 use crate::k8s::conditions::{condition, not_ready_for};
+use crate::step::{Hold, Outcome, Step};
 use api::backup::{BackupPhase, RESTORED_CONDITION, RedisBackup, S3Destination};
 use api::{Mode, Redis, RedisStatus};
 use k8s_openapi::api::core::v1::Container;
@@ -278,6 +279,28 @@ pub fn with_condition(
         status = not_ready_for(status, reason, vec![message], stored, now);
     }
     status
+}
+
+/// The restore step's outcome (§3o): no pod is created while no download can be prepared; the
+/// `Restored` condition.
+impl Outcome for Plan {
+    fn hold(&self, _step: &Step<'_>) -> Hold {
+        if blocks_creates(self) {
+            Hold::All("the restore cannot be prepared")
+        } else {
+            Hold::No
+        }
+    }
+
+    fn fold(
+        &self,
+        step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        with_condition(status, step.redis, self, step.pods, stored, now)
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use super::controller::Context;
 use super::schedule::{self, Scheduled};
 use crate::k8s::FIELD_MANAGER;
-use crate::reconcile::undecodable;
+use crate::k8s::redis_watch;
 use api::Redis;
 use api::backup::{REDIS_NAME_LABEL, RedisBackup, RedisBackupSpec, SCHEDULED_LABEL};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -29,7 +29,7 @@ pub async fn run(ctx: Arc<Context>, backups: Store<RedisBackup>) {
         tick.tick().await;
         let now = Timestamp::now();
         for obj in ctx.redis.state() {
-            let Ok(redis) = undecodable::decode(&obj) else {
+            let Ok(redis) = redis_watch::decode(&obj) else {
                 continue;
             };
             if let Err(e) = pass(&ctx, &backups, &redis, now).await {

@@ -11,10 +11,10 @@
 //! - PodDisruptionBudget `<name>` (policy/v1): `maxUnavailable` from the spec (default 1) over
 //!   every pod of the Redis, so a node drain takes its pods down one at a time.
 //! - NetworkPolicy `<name>` (networking/v1), while `spec.networkPolicy` asks for one (built in
-//!   `crate::network_policy`, DESIGN §3j); deleted when it no longer does.
+//!   [`network_policy`], DESIGN §3j); deleted when it no longer does.
 //!
-//! The builders and the comparisons are pure: [`service`], [`pdb`], and what every child carries,
-//! [`meta`]. [`apply`] is the shell: it compares each desired
+//! The builders and the comparisons are pure, one file per child kind: [`service`], [`pdb`],
+//! [`network_policy`], and what every child carries, [`meta`]. [`apply`] is the shell: it compares each desired
 //! object with the watch cache's copy and writes (server-side apply) only what differs, so a
 //! steady state makes no writes; [`watch`] keeps those caches and wakes the owning Redis when a
 //! child changes or is deleted by hand.
@@ -25,23 +25,28 @@
 //! [`NameConflict`], reported in the Ready condition ([`status`]) and left as it is.
 
 pub mod meta;
+pub mod network_policy;
 pub mod pdb;
 pub mod service;
 pub mod status;
 
 use crate::Error;
 use crate::cached::CachedPod;
+use crate::k8s::events::publish;
 use crate::k8s::watch::{self, Cached, Events};
 use crate::k8s::{self, apply_forced, controlled_by, controller_of};
-use crate::network_policy::{OperatorPods, network_policy, network_policy_differs};
+use crate::step::Step;
 use api::Redis;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Preconditions};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
+pub use network_policy::OperatorPods;
+use network_policy::{network_policy, network_policy_differs};
 use pdb::{pdb, pdb_differs};
 use serde::de::DeserializeOwned;
 use service::{
@@ -49,6 +54,10 @@ use service::{
 };
 use std::fmt::Debug;
 use std::sync::Arc;
+
+/// The Ready condition's reason, and the Warning Event's, while a child's name is held by
+/// another object.
+pub const NAME_CONFLICT: &str = "NameConflict";
 
 /// A child's name held by an object this Redis does not control: nothing was written to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,6 +421,44 @@ where
             name: name.to_owned(),
             source,
         }),
+    }
+}
+
+/// The children step of a pass (DESIGN §3, §3j): [`apply`], and a Warning Event for each name
+/// another object holds. Its failure must not hold back the pods: the pass returns it last
+/// ([`finish`]).
+pub async fn step(
+    step: &Step<'_>,
+    stores: &Stores,
+    operator: &OperatorPods,
+) -> Result<Applied, Error> {
+    let applied = apply(step.client, stores, operator, step.redis, step.pods).await;
+    if let Ok(applied) = &applied {
+        for conflict in &applied.conflicts {
+            publish(
+                step.recorder,
+                &step.redis.object_ref(&()),
+                None,
+                EventType::Warning,
+                NAME_CONFLICT,
+                "Apply",
+                conflict.message(),
+            )
+            .await;
+        }
+    }
+    applied
+}
+
+/// What the children step leaves for after the status write: its error, or the first name
+/// another object holds (said in the status; backing off, the holder may be renamed or deleted).
+pub fn finish(applied: Result<Applied, Error>) -> Result<(), Error> {
+    match applied?.conflicts.into_iter().next() {
+        Some(conflict) => Err(Error::NameConflict {
+            kind: conflict.kind,
+            name: conflict.name,
+        }),
+        None => Ok(()),
     }
 }
 

@@ -3,10 +3,11 @@
 
 use super::NameConflict;
 use crate::k8s::conditions::not_ready_for;
+use crate::step::{Outcome, Step};
+use api::RedisStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// The Ready condition's reason while a child's name is held by another object.
-pub const NAME_CONFLICT: &str = "NameConflict";
+pub use super::NAME_CONFLICT;
 
 /// The status with Ready False while any name is held (each one named in the message);
 /// unchanged without conflicts.
@@ -18,6 +19,21 @@ pub fn with_conflicts(
 ) -> api::RedisStatus {
     let messages = conflicts.iter().map(NameConflict::message).collect();
     not_ready_for(status, NAME_CONFLICT, messages, stored, now)
+}
+
+/// The children step's outcome: it holds nothing back and asks no sooner pass; a held name
+/// makes the Redis not Ready.
+impl Outcome for Result<super::Applied, crate::Error> {
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        let conflicts = self.as_ref().map(|a| a.conflicts.as_slice());
+        with_conflicts(status, conflicts.unwrap_or_default(), stored, now)
+    }
 }
 
 #[cfg(test)]

@@ -18,17 +18,19 @@
 pub mod status;
 
 use crate::cached::CachedPod;
+use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::events::publish;
 use crate::pods::build::CONTAINER;
 use crate::redis_server::config::NotSet;
 use crate::redis_server::{Login, Server, TlsClient};
+use crate::step::Step;
 use api::Redis;
 use api::config::{Applied, Setting, directive};
 use futures::future;
 use kube::runtime::events::{EventType, Recorder};
 use kube::{Resource, ResourceExt};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// Reason of the Normal Event when pods were given changed settings live.
 pub const CONFIG_APPLIED: &str = "ConfigApplied";
@@ -39,7 +41,7 @@ pub const CONFIG_REJECTED: &str = "ConfigRejected";
 /// live settings once more, which changes nothing on a pod that has them.
 #[derive(Default)]
 pub struct State {
-    by_redis: Mutex<HashMap<String, Known>>,
+    by_redis: ByRedis<Known>,
 }
 
 #[derive(Default)]
@@ -66,11 +68,21 @@ struct Given {
 impl State {
     /// Forgets a Redis (deleted).
     pub fn forget(&self, uid: &str) {
-        self.map().remove(uid);
+        self.by_redis.forget(uid);
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
-        self.by_redis.lock().unwrap_or_else(PoisonError::into_inner)
+        self.by_redis.lock()
+    }
+}
+
+impl Remembers for State {
+    fn forget(&self, uid: &str) {
+        State::forget(self, uid);
+    }
+
+    fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.by_redis.keep_only(exists);
     }
 }
 
@@ -138,6 +150,13 @@ fn running_restarts(pod: &CachedPod) -> Option<i32> {
         .find(|c| c.name == CONTAINER)
         .filter(|c| c.state.as_ref().is_some_and(|s| s.running))
         .map(|c| c.restart_count)
+}
+
+/// The configuration step of a pass (§3m): [`apply`] once the controller can log in to the
+/// pods; `None` before.
+pub async fn step(step: &Step<'_>, state: &State) -> Option<Settled> {
+    let login = step.login?;
+    Some(apply(state, step.recorder, step.redis, step.pods, login, step.tls).await)
 }
 
 /// Sets the live settings on every running pod whose redis-server has not been given them

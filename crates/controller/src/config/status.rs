@@ -7,8 +7,10 @@
 
 use super::{CONFIG_REJECTED, Settled};
 use crate::k8s::conditions::{READY, condition, set_not_ready};
+use crate::step::{AUTH_RETRY, Outcome, Step};
 use api::{PodConfigGeneration, RedisStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::time::Duration;
 
 /// The condition's type.
 pub const CONFIG: &str = "Config";
@@ -77,6 +79,26 @@ pub fn with_config(
         stored, CONFIG, value, reason, message, generation, now,
     ));
     status
+}
+
+/// The configuration step's outcome (§3m): a pod not yet given the current settings is looked
+/// at again soon.
+impl Outcome for Option<Settled> {
+    fn retry(&self, _step: &Step<'_>) -> Option<Duration> {
+        self.as_ref()
+            .is_some_and(|c| !c.pending.is_empty())
+            .then_some(AUTH_RETRY)
+    }
+
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        with_config(status, self.as_ref(), stored, now)
+    }
 }
 
 #[cfg(test)]

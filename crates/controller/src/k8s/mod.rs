@@ -7,9 +7,14 @@
 //! - [`conditions`]: the `Ready` condition's type and keeping `lastTransitionTime` (DESIGN §3:
 //!   status written only when it changes).
 //! - [`terminating`]: namespaces the API server said are being deleted.
+//! - [`by_redis`]: what the features remember of each Redis, and the one way to forget it.
+//! - [`redis_watch`]: the Redis objects as both reconcilers watch them, untyped and decoded one
+//!   by one.
 
+pub mod by_redis;
 pub mod conditions;
 pub mod events;
+pub mod redis_watch;
 pub mod terminating;
 pub mod watch;
 

@@ -4,17 +4,18 @@
 
 use crate::Error;
 use crate::cached::CachedPod;
+use crate::children::OperatorPods;
 use crate::k8s::FIELD_MANAGER;
+use crate::k8s::by_redis::Remembers;
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
-use crate::network_policy::OperatorPods;
 use crate::{acl, auth, children, config, replication, tls};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// What every reconcile shares.
@@ -29,7 +30,7 @@ pub struct Context {
     terminating: Mutex<TerminatingNamespaces>,
     /// Services, PodDisruptionBudgets and claims labelled as ours (see `children`).
     pub children: children::Stores,
-    /// The controller's own pods, which every NetworkPolicy admits (`network_policy`).
+    /// The controller's own pods, which every NetworkPolicy admits (`children::network_policy`).
     pub operator: OperatorPods,
     /// Replication mode: since when each primary has been unhealthy.
     pub replication: replication::State,
@@ -110,13 +111,37 @@ impl Context {
         self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Forgets what the features remember of the Redis of `uid` (deleted).
-    pub(super) fn forget(&self, uid: &str) {
-        self.replication.forget(uid);
-        self.auth.forget(uid);
-        self.tls.forget(uid);
-        self.acl.forget(uid);
-        self.config.forget(uid);
+    /// What the features remember of each Redis (`k8s::by_redis`): a feature with a memory
+    /// adds it here, and only here.
+    fn memories(&self) -> [&dyn Remembers; 5] {
+        [
+            &self.replication,
+            &self.auth,
+            &self.tls,
+            &self.acl,
+            &self.config,
+        ]
+    }
+
+    /// Forgets what the features remember of the Redis of `uid` (deleted: its finalizer's
+    /// cleanup, or the watch's delete of one that had none).
+    pub fn forget(&self, uid: &str) {
+        for memory in self.memories() {
+            memory.forget(uid);
+        }
+    }
+
+    /// Forgets every Redis the Redis cache no longer has (deleted while no finalizer ran and no
+    /// delete was seen, as across a re-list).
+    pub fn sweep(&self, redis: &Store<DynamicObject>) {
+        let live: HashSet<String> = redis
+            .state()
+            .iter()
+            .filter_map(|r| r.metadata.uid.clone())
+            .collect();
+        for memory in self.memories() {
+            memory.keep_only(&|uid| live.contains(uid));
+        }
     }
 
     /// Writes `status` (server-side apply on the status subresource, forced).

@@ -1,11 +1,39 @@
 //! The reconciler (DESIGN §3): a thin async shell. It reads the watch caches, runs each feature's
-//! step in order ([`apply`]), carries out the pod plan, and writes the status only when it
-//! changed; deletion goes through the finalizer to [`cleanup`]; errors requeue with backoff
+//! step in a fixed order ([`apply`]), carries out the pod plan, and writes the status only when
+//! it changed; deletion goes through the finalizer to [`cleanup`]; errors requeue with backoff
 //! ([`error_policy`]).
 //!
-//! - [`context`]: what every reconcile shares, and the status write.
-//! - [`undecodable`]: Redis objects watched untyped and decoded one by one, so one bad object
-//!   does not stop the others.
+//! The pass, as [`apply`] runs it. Every step reads one context (`step::Step`: client,
+//! recorder, Redis, its cached pods, then the TLS client and the login once settled) and returns
+//! an `step::Outcome`: whether it holds back pod creation, when the next pass must come, what it
+//! says in the status. Adding a feature is its folder, plus its line here and in the folds.
+//!
+//! 1. children: Services, PodDisruptionBudget, NetworkPolicy (`children::step`, §3, §3j, §3n);
+//!    a name held by another object is a Warning Event now, Ready False, and the error returned
+//!    last (§3i.2): their failure must not hold back the pods.
+//! 2. storage: the claims before the pods that mount them (`storage::step`, §3d).
+//! 3. TLS: the Secret and the client every connection to the pods uses (`tls::prepare`, §3k).
+//! 4. login: the ACL users or the password, set on the pods before anything else talks to them
+//!    (`acl::access`, §3l, §3c); then the certificate reload (`tls::reload`).
+//! 5. replication: the roles, after the login (a pod that refuses it would look dead), before
+//!    the pod plan (a primary the plan removes hands over first) (`replication::step`, §3b).
+//! 6. configuration: the live directives (`config::step`, §3m).
+//! 7. restore: where a restored Redis's pods download from (`backup::restore::prepare`, §3o).
+//! 8. plan the pods (`pods::plan`, §3), without the creates a step holds back.
+//! 9. write the pods; a pass that changed any ends there, without a status write: the pods'
+//!    events bring the next pass, which writes it.
+//! 10. fold the status, written only when it changed (§3), then the first error of the pass,
+//!     then the name conflicts (claims, children), for backoff.
+//!
+//! The order is also that of the errors: the first one of steps 2–5 is the one returned. The
+//! next pass comes at the soonest of what the steps ask (`replication::POLL`,
+//! `step::AUTH_RETRY`, the TLS reload's retry) or [`RESYNC`]; [`CACHE_LAG_RETRY`] when a create
+//! found its name taken.
+//!
+//! - [`context`]: what every reconcile shares, the one place a Redis is forgotten, and the
+//!   status write.
+//! - [`undecodable`]: a stored Redis that does not decode (the watch is untyped,
+//!   `k8s::redis_watch`), reported on its own so it does not stop the others.
 //! - [`cleanup`]: deleting a Redis's pods before its finalizer is released.
 
 pub mod cleanup;
@@ -15,19 +43,19 @@ pub mod undecodable;
 pub use context::Context;
 
 use crate::Error;
-use crate::k8s::events::publish;
-use crate::k8s::{self, conditions::now};
+use crate::acl::status::AuthFailure;
+use crate::k8s::{self, conditions::now, redis_watch};
 use crate::metrics::ReasonLabels;
 use crate::pods::build::{hashed_pod_spec, pod_hash, pod_spec};
 use crate::pods::plan::{self, DeleteReason, PodStep, PodView};
 use crate::pods::status::{PodFailure, StatusInput, desired_status, with_failure};
 use crate::pods::{self, Deletion, Done, PodWriter, Refused};
-use crate::{RetryClass, acl, auth, backoff, backup, children, config, replication, storage, tls};
+use crate::step::{self, Outcome, Step};
+use crate::{RetryClass, acl, backoff, backup, children, config, replication, storage, tls};
 use api::{FINALIZER, Redis};
 use cleanup::cleanup;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action as Requeue;
-use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
@@ -42,15 +70,13 @@ const CACHE_LAG_RETRY: Duration = Duration::from_secs(1);
 const WAIT_FOR_PODS: Duration = Duration::from_secs(1);
 /// Someone else wrote first (409): the watch has the newer object by now, or shortly.
 const CONFLICT_RETRY: Duration = Duration::from_millis(200);
-/// A pod refuses the password: look again this often (a fixed Secret or pod also triggers).
-const AUTH_RETRY: Duration = Duration::from_secs(10);
 
 /// Entry point for kube-runtime's Controller. Redis objects are watched untyped and decoded here,
 /// one by one (see `undecodable`): one that does not decode is reported, and the others carry on.
 pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Requeue, Error> {
     let _timer = ctx.metrics.reconcile_started();
-    let key = ObjectRef::from_obj_with(obj.as_ref(), undecodable::resource());
-    let result = match undecodable::decode(&obj) {
+    let key = ObjectRef::from_obj_with(obj.as_ref(), redis_watch::resource());
+    let result = match redis_watch::decode(&obj) {
         Ok(redis) => reconcile_redis(Arc::new(redis), &ctx).await,
         Err(reason) => undecodable::undecodable(&obj, &reason, &ctx).await,
     };
@@ -92,7 +118,7 @@ pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>)
         let n = failures
             .entry(ObjectRef::from_obj_with(
                 redis.as_ref(),
-                undecodable::resource(),
+                redis_watch::resource(),
             ))
             .or_insert(0);
         *n = n.saturating_add(1);
@@ -107,7 +133,8 @@ pub fn error_policy(redis: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>)
     Requeue::requeue(delay)
 }
 
-/// One pass over a live Redis: each feature's step in order, then the pods, then the status.
+/// One pass over a live Redis: the steps in the order of the module doc, then the pods, then
+/// the status.
 async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let (name, namespace) = k8s::name_and_namespace(&redis.metadata)?;
     // The namespace is being deleted, and this Redis with it: nothing to build or report.
@@ -117,203 +144,53 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     if api::is_paused(&redis.metadata) {
         return paused(redis, ctx, namespace, name).await;
     }
-    // The Services, the PodDisruptionBudget and the NetworkPolicy. Their failure must not hold back the pods, so it
-    // is returned last.
     let owned = pods::owned_pods(&ctx.pods, redis);
-    let children = children::apply(&ctx.client, &ctx.children, &ctx.operator, redis, &owned).await;
-    if let Ok(applied) = &children {
-        for conflict in &applied.conflicts {
-            publish(
-                &ctx.recorder,
-                &redis.object_ref(&()),
-                None,
-                EventType::Warning,
-                children::status::NAME_CONFLICT,
-                "Apply",
-                conflict.message(),
-            )
-            .await;
-        }
-    }
-    let spec = pod_spec(name, &redis.spec);
+    let step = Step::new(&ctx.client, &ctx.recorder, redis, &owned);
+    let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
     // The directives set live (§3m) are in the pods' spec but not in its hash.
     let hash = pod_hash(&redis.spec, &hashed_pod_spec(name, &redis.spec));
-    let replicas = u32::try_from(redis.spec.replicas()).unwrap_or(0);
-    let reference = redis.object_ref(&());
     let mut pass = PassOutcome::default();
 
-    // The claims (`spec.storage`) before the pods that mount them; the password next (a rotation
-    // is set on the pods before anything talks to them); then the roles: a primary whose pod the
-    // plan is about to remove hands over before it goes.
-    let claims = pass.keep_going(
-        storage::apply(
-            &ctx.client,
-            &ctx.recorder,
-            &ctx.children.claims,
-            redis,
-            replicas,
-            &owned,
-        )
-        .await,
-    );
-    // TLS (§3k): the client every connection to the pods uses, from the Secret; without a good
-    // Secret nothing can talk to the pods, and the steps that would wait.
-    let mut certificate =
-        pass.keep_going(tls::prepare(&ctx.tls, &ctx.client, &ctx.recorder, redis).await);
+    let children = children::step(&step, &ctx.children, &ctx.operator).await;
+    let claims = pass.keep_going(storage::step(&step, &ctx.children.claims, replicas).await);
+    let mut certificate = pass.keep_going(tls::prepare(&step, &ctx.tls).await);
     let tls_client = certificate.as_ref().and_then(|c| c.client.clone());
-    let tls_blocked = redis.spec.tls.is_some() && tls_client.is_none();
-    // ACL users (§3l) in place of the password step: the controller then logs in as its own
-    // user, and the default user's password is one of the users set live.
-    let acl = match &redis.spec.acl {
-        Some(_) if !tls_blocked => pass.keep_going(
-            acl::apply(
-                &ctx.acl,
-                &ctx.auth,
-                &ctx.client,
-                &ctx.recorder,
-                redis,
-                &owned,
-                tls_client.as_ref(),
-            )
-            .await
-            .map(Some),
-        ),
-        _ => None,
-    };
-    let auth = if tls_blocked {
-        None
-    } else if redis.spec.acl.is_some() {
-        acl.as_ref().map(acl::Settled::auth)
-    } else {
-        pass.keep_going(
-            auth::apply(
-                &ctx.auth,
-                &ctx.client,
-                &ctx.recorder,
-                redis,
-                &owned,
-                tls_client.as_ref(),
-            )
-            .await,
-        )
-    };
-    if let (Some(certificate), Some(settled)) = (certificate.as_mut(), &auth)
-        && settled.failure.is_none()
-    {
-        tls::reload(
-            &ctx.tls,
-            &ctx.recorder,
-            redis,
-            certificate,
-            &owned,
-            settled.login(),
-        )
-        .await;
+    let step = step.with_tls(tls_client.as_ref());
+    let access = acl::access(&step, &ctx.acl, &ctx.auth).await.map(Some);
+    let access = pass.keep_going(access).unwrap_or_default();
+    if let (Some(certificate), Some(login)) = (certificate.as_mut(), access.login()) {
+        tls::reload(&ctx.tls, &ctx.recorder, redis, certificate, &owned, login).await;
     }
-    let replication = match &auth {
-        // Without a password that works, a pod that refuses it would look dead: wait.
-        Some(settled) if settled.failure.is_none() => pass.keep_going(
-            replication::apply(
-                &replication::Shell {
-                    client: &ctx.client,
-                    state: &ctx.replication,
-                    recorder: &ctx.recorder,
-                },
-                redis,
-                &owned,
-                &hash,
-                settled.login(),
-                tls_client.as_ref(),
-            )
-            .await,
-        ),
-        _ => None,
-    };
-    // Redis's own configuration (§3m): the live directives on every running pod.
-    let configured = match &auth {
-        Some(settled) if settled.failure.is_none() => Some(
-            config::apply(
-                &ctx.config,
-                &ctx.recorder,
-                redis,
-                &owned,
-                settled.login(),
-                tls_client.as_ref(),
-            )
-            .await,
-        ),
-        _ => None,
-    };
-    if replication.as_ref().is_some_and(|r| r.refuses_auth) {
-        ctx.auth
-            .recheck(redis.metadata.uid.as_deref().unwrap_or_default());
-    }
-    let auth_failure = auth.and_then(|a| a.failure);
-    // A Redis restored from a backup (§3o): where its pods download it from, or why none can
-    // be made.
+    let step = step.with_login(access.login());
+    let replication = replication::step(&step, &ctx.replication, &ctx.auth, &hash).await;
+    let replication = pass.keep_going(replication);
+    let configured = config::step(&step, &ctx.config).await;
     let restore = backup::restore::prepare(&ctx.client, redis, namespace).await;
-    let restore_blocked = backup::restore::blocks_creates(&restore);
-    // The pods are planned after the roles, so a pod promoted in this pass is not deleted by it.
-    let views: Vec<PodView> = owned.iter().map(|p| PodView::from_pod(name, p)).collect();
-    let views = plan::with_primary(
-        views,
-        replication
-            .as_ref()
-            .and_then(|r| r.decision.primary.as_deref()),
-    );
-    let steps = plan::plan(replicas, &hash, &views);
-    // A pod whose claim name another object holds would mount that claim: not created. Nor is
-    // any pod of a Redis with storage whose claims could not be looked after in this pass.
-    let held_claims: Vec<u32> = claims
-        .iter()
-        .flat_map(|report| report.conflicts.iter().map(|c| c.ordinal))
-        .collect();
-    let claims_unknown = redis.spec.storage.is_some() && claims.is_none();
-    // Nor any pod of a Redis with ACL users without the operator's own Secret (`<name>-acl`):
-    // the pod would read its users from a Secret of that name someone else made.
-    let acl_unknown = redis.spec.acl.is_some() && acl.as_ref().is_none_or(|a| a.password.is_none());
-    let steps: Vec<PodStep> = steps
-        .into_iter()
-        .filter(|step| match step {
-            PodStep::Create { ordinal } => {
-                !claims_unknown
-                    && !acl_unknown
-                    && !restore_blocked
-                    && !held_claims.contains(ordinal)
-            }
-            _ => true,
-        })
-        .collect();
-    let next_pass = if replication.is_some() {
-        replication::POLL
-    } else if auth_failure.is_some()
-        || tls_blocked
-        || configured.as_ref().is_some_and(|c| !c.pending.is_empty())
-        || acl.as_ref().is_some_and(|a| !a.pending.is_empty())
-    {
-        AUTH_RETRY
-    } else {
-        RESYNC
-    };
-    // A pod still to load a renewed certificate is looked at again soon.
-    let next_pass = certificate
-        .as_ref()
-        .and_then(tls::Settled::retry)
-        .map_or(next_pass, |retry| retry.min(next_pass));
+    let outcomes: [&dyn Outcome; 7] = [
+        &children,
+        &claims,
+        &certificate,
+        &access,
+        &replication,
+        &configured,
+        &restore,
+    ];
 
-    let w = PodWriter {
-        pods: Api::namespaced(ctx.client.clone(), namespace),
-        recorder: &ctx.recorder,
-        metrics: &ctx.metrics,
-        reference: &reference,
-    };
-    pods::announce_scaling(&w, redis, replicas, &views, &steps).await;
-    let init =
-        |ordinal: u32| backup::restore::init_container(redis, &restore, ordinal, &ctx.backup_image);
-    if write_pods(&w, redis, &steps, &spec, &hash, &init, &mut pass)
-        .await
-        .is_break()
-    {
+    // The pods are planned after the roles, so a pod promoted in this pass is not deleted by it.
+    let primary = replication
+        .as_ref()
+        .and_then(|r| r.decision.primary.as_deref());
+    let (views, steps) = plan_pods(&step, &outcomes, replicas, &hash, primary);
+    let next_pass = step::next_pass(&step, &outcomes, RESYNC);
+    let written = write_pods(
+        ctx,
+        &step,
+        (replicas, &hash),
+        (&views, &steps),
+        &restore,
+        &mut pass,
+    );
+    if written.await.is_break() {
         // The namespace is being deleted, and this Redis with it: nothing to build.
         ctx.terminating().mark(namespace, Instant::now());
         return Ok(Requeue::await_change());
@@ -324,30 +201,20 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         return Ok(Requeue::requeue(next_pass));
     }
 
+    // The order matters where two say why the Redis is not Ready: the later one is told.
+    let folds: [&dyn Outcome; 9] = [
+        &replication,
+        &AuthFailure(&access),
+        &certificate,
+        &access,
+        &configured,
+        &claims,
+        &children,
+        &storage::status::Conflicts(&claims),
+        &restore,
+    ];
+    let status = status_of(&step, &pass, (replicas, &hash), &views, &folds);
     let stored = redis.status.as_ref();
-    let status = desired_status(StatusInput {
-        redis_name: name,
-        generation: redis.metadata.generation,
-        replicas,
-        hash: &hash,
-        pods: &views,
-        stored,
-        now: now(),
-    });
-    let status = with_failure(status, pass.refused.as_ref());
-    let status = replication::status::with_replication(status, replication.as_ref(), stored, now());
-    let status = auth::status::with_failure(status, auth_failure.as_deref(), stored, now());
-    let status = tls::status::with_certificate(status, certificate.as_ref(), stored, now());
-    let status = acl::status::with_users(status, acl.as_ref(), stored, now());
-    let status = config::status::with_config(status, configured.as_ref(), stored, now());
-    let status = storage::status::with_condition(status, claims.as_ref(), stored, now());
-    let conflicts = children
-        .as_ref()
-        .map(|applied| applied.conflicts.as_slice())
-        .unwrap_or_default();
-    let status = children::status::with_conflicts(status, conflicts, stored, now());
-    let status = storage::status::with_conflicts(status, claims.as_ref(), stored, now());
-    let status = backup::restore::with_condition(status, redis, &restore, &owned, stored, now());
     if stored != Some(&status) {
         ctx.write_status(redis, namespace, name, &status).await?;
     }
@@ -356,30 +223,89 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     }
     // Lost on the early return above; then the next pass, brought by the pods' events, applies
     // the children again and reports it.
-    if let Some(conflict) = claims.into_iter().flat_map(|r| r.conflicts).next() {
-        // Said in the status above; backing off, the claim may be renamed or deleted.
-        return Err(Error::NameConflict {
-            kind: "PersistentVolumeClaim".to_owned(),
-            name: conflict.claim,
-        });
-    }
-    if let Some(conflict) = children?.conflicts.into_iter().next() {
-        // Said in the status above; backing off, the holder may be renamed or deleted.
-        return Err(Error::NameConflict {
-            kind: conflict.kind,
-            name: conflict.name,
-        });
-    }
-    Ok(if pass.cache_behind {
-        Requeue::requeue(CACHE_LAG_RETRY.min(next_pass))
-    } else {
-        Requeue::requeue(next_pass)
-    })
+    storage::status::finish(claims)?;
+    children::finish(children)?;
+    Ok(Requeue::requeue(pass.next_pass(next_pass)))
+}
+
+/// The pods seen, and the plan for them, without the creates a step holds back.
+fn plan_pods(
+    step: &Step<'_>,
+    outcomes: &[&dyn Outcome],
+    replicas: u32,
+    hash: &str,
+    primary: Option<&str>,
+) -> (Vec<PodView>, Vec<PodStep>) {
+    let name = step.redis.name_any();
+    let views: Vec<PodView> = step
+        .pods
+        .iter()
+        .map(|p| PodView::from_pod(&name, p))
+        .collect();
+    let views = plan::with_primary(views, primary);
+    let steps = plan::plan(replicas, hash, &views)
+        .into_iter()
+        .filter(|pod| match pod {
+            PodStep::Create { ordinal } => step::may_create(step, outcomes, *ordinal),
+            _ => true,
+        })
+        .collect();
+    (views, steps)
+}
+
+/// Carries out the pod plan (`steps`, with the Redis's `replicas` pods of spec `hash`), after an
+/// Event for a scaling; a pod of a restored Redis downloads its data first (§3o).
+async fn write_pods(
+    ctx: &Context,
+    step: &Step<'_>,
+    (replicas, hash): (u32, &str),
+    (views, steps): (&[PodView], &[PodStep]),
+    restore: &backup::restore::Plan,
+    pass: &mut PassOutcome,
+) -> ControlFlow<()> {
+    let redis = step.redis;
+    let reference = redis.object_ref(&());
+    let w = PodWriter {
+        pods: Api::namespaced(ctx.client.clone(), &redis.namespace().unwrap_or_default()),
+        recorder: &ctx.recorder,
+        metrics: &ctx.metrics,
+        reference: &reference,
+    };
+    pods::announce_scaling(&w, redis, replicas, views, steps).await;
+    let spec = pod_spec(&redis.name_any(), &redis.spec);
+    let init =
+        |ordinal: u32| backup::restore::init_container(redis, restore, ordinal, &ctx.backup_image);
+    write_steps(&w, redis, steps, &spec, hash, &init, pass).await
+}
+
+/// The status of this pass: what the pods amount to, the first refused pod write, then what
+/// each step says, in the order of `folds`.
+fn status_of(
+    step: &Step<'_>,
+    pass: &PassOutcome,
+    (replicas, hash): (u32, &str),
+    views: &[PodView],
+    folds: &[&dyn Outcome],
+) -> api::RedisStatus {
+    let stored = step.redis.status.as_ref();
+    let status = desired_status(StatusInput {
+        redis_name: &step.redis.name_any(),
+        generation: step.redis.metadata.generation,
+        replicas,
+        hash,
+        pods: views,
+        stored,
+        now: now(),
+    });
+    let status = with_failure(status, pass.refused.as_ref());
+    folds
+        .iter()
+        .fold(status, |s, o| o.fold(step, s, stored, now()))
 }
 
 /// Carries out the pod plan, in order, recording each write in `pass`; the pods created and
 /// deleted are said in one Event each afterwards. `Break` when the namespace is terminating.
-async fn write_pods(
+async fn write_steps(
     w: &PodWriter<'_>,
     redis: &Redis,
     steps: &[PodStep],
@@ -459,6 +385,15 @@ struct PassOutcome {
 }
 
 impl PassOutcome {
+    /// When the next pass comes: as the steps ask, or shortly when the pod cache was behind.
+    fn next_pass(&self, planned: Duration) -> Duration {
+        if self.cache_behind {
+            CACHE_LAG_RETRY.min(planned)
+        } else {
+            planned
+        }
+    }
+
     /// The value of a step that may fail without stopping the pass: its error is kept (the first
     /// one only), and the pass goes on without the value.
     fn keep_going<T>(&mut self, result: Result<Option<T>, Error>) -> Option<T> {

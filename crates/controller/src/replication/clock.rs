@@ -7,8 +7,7 @@
 //! starts at the first unhealthy read. In memory: a new leader starts the clock again, which
 //! only delays a failover.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use crate::k8s::by_redis::ByRedis;
 use std::time::{Duration, Instant};
 
 /// The longest gap between a healthy read and the next unhealthy one for the clock to start at
@@ -41,7 +40,7 @@ struct Clock {
 /// The clocks, by Redis uid.
 #[derive(Default)]
 pub struct FailoverClocks {
-    by_redis: Mutex<HashMap<String, Clock>>,
+    by_redis: ByRedis<Clock>,
 }
 
 impl FailoverClocks {
@@ -53,7 +52,7 @@ impl FailoverClocks {
         seen: PrimarySeen<'_>,
         now: Instant,
     ) -> Option<Duration> {
-        let mut map = self.by_redis.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self.by_redis.lock();
         let pod = match seen {
             PrimarySeen::Healthy(pod) => {
                 map.insert(
@@ -103,7 +102,7 @@ impl FailoverClocks {
         failover_after: Duration,
         now: Instant,
     ) -> Option<Duration> {
-        let map = self.by_redis.lock().unwrap_or_else(PoisonError::into_inner);
+        let map = self.by_redis.lock();
         let clock = map.get(uid).filter(|c| c.pod == pod)?;
         let since = clock.unhealthy_since?;
         let left = failover_after.saturating_sub(now.saturating_duration_since(since));
@@ -112,10 +111,12 @@ impl FailoverClocks {
 
     /// Forgets a Redis.
     pub fn forget(&self, uid: &str) {
-        self.by_redis
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(uid);
+        self.by_redis.forget(uid);
+    }
+
+    /// Forgets every Redis that `exists` says is gone.
+    pub fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.by_redis.keep_only(exists);
     }
 }
 

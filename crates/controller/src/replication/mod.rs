@@ -15,9 +15,11 @@ pub mod written;
 
 use crate::Error;
 use crate::cached::CachedPod;
+use crate::k8s::by_redis::Remembers;
 use crate::k8s::events::{pod_ref, publish};
 use crate::redis_server::info::RedisRole;
 use crate::redis_server::{self, Login, Observed, Server, TlsClient};
+use crate::step::{Outcome as StepOutcome, Step as PassStep};
 use api::Redis;
 use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use clock::PrimarySeen;
@@ -57,11 +59,65 @@ impl State {
     }
 }
 
+impl Remembers for State {
+    fn forget(&self, uid: &str) {
+        State::forget(self, uid);
+    }
+
+    fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.clocks.keep_only(exists);
+        self.labels.keep_only(exists);
+        self.offsets.keep_only(exists);
+    }
+}
+
+/// The replication step's outcome (§3b): Redis state changes are no Kubernetes events, so the
+/// pass polls while it runs.
+impl StepOutcome for Option<Outcome> {
+    fn retry(&self, _step: &PassStep<'_>) -> Option<Duration> {
+        self.is_some().then_some(POLL)
+    }
+
+    fn fold(
+        &self,
+        _step: &PassStep<'_>,
+        status: api::RedisStatus,
+        stored: Option<&api::RedisStatus>,
+        now: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> api::RedisStatus {
+        status::with_replication(status, self.as_ref(), stored, now)
+    }
+}
+
 /// What the replication step needs of the reconciler's context.
 pub struct Shell<'a> {
     pub client: &'a Client,
     pub state: &'a State,
     pub recorder: &'a Recorder,
+}
+
+/// The replication step of a pass (§3b): [`apply`] once the controller can log in to the pods
+/// (without a password that works, a pod that refuses it would look dead: wait); `None` before.
+/// A pod that refused the login has the auth step check every pod in the next pass.
+pub async fn step(
+    step: &PassStep<'_>,
+    state: &State,
+    auth: &crate::auth::State,
+    hash: &str,
+) -> Result<Option<Outcome>, Error> {
+    let Some(login) = step.login else {
+        return Ok(None);
+    };
+    let shell = Shell {
+        client: step.client,
+        state,
+        recorder: step.recorder,
+    };
+    let outcome = apply(&shell, step.redis, step.pods, hash, login, step.tls).await?;
+    if outcome.as_ref().is_some_and(|r| r.refuses_auth) {
+        auth.recheck(step.uid());
+    }
+    Ok(outcome)
 }
 
 /// Replication mode: observe the redis-servers, run the role steps, say what was promoted and

@@ -4,13 +4,13 @@
 //! empty); the pods of a pass are all that is kept. In memory: a new leader starts without it,
 //! as it starts without the failover clocks.
 
+use crate::k8s::by_redis::ByRedis;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 
 /// Last offsets by Redis uid, then pod uid.
 #[derive(Default)]
 pub struct LastOffsets {
-    by_redis: Mutex<HashMap<String, HashMap<String, i64>>>,
+    by_redis: ByRedis<HashMap<String, i64>>,
 }
 
 impl LastOffsets {
@@ -36,11 +36,16 @@ impl LastOffsets {
 
     /// Forgets a Redis.
     pub fn forget(&self, redis_uid: &str) {
-        self.lock().remove(redis_uid);
+        self.by_redis.forget(redis_uid);
+    }
+
+    /// Forgets every Redis that `exists` says is gone.
+    pub fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.by_redis.keep_only(exists);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, i64>>> {
-        self.by_redis.lock().unwrap_or_else(PoisonError::into_inner)
+        self.by_redis.lock()
     }
 }
 

@@ -6,8 +6,9 @@
 //! is the truth from then on (a label someone else changed since is not waited for).
 
 use crate::cached::CachedPod;
+use crate::k8s::by_redis::ByRedis;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// One role-label write: the pod (by uid: a pod recreated under the same name is another pod)
 /// and the value set (`None`: removed).
@@ -21,7 +22,7 @@ pub struct Written {
 /// from a fresh cache of its own.
 #[derive(Default)]
 pub struct LabelWrites {
-    by_redis: Mutex<HashMap<String, HashMap<String, Written>>>,
+    by_redis: ByRedis<HashMap<String, Written>>,
 }
 
 impl LabelWrites {
@@ -61,11 +62,16 @@ impl LabelWrites {
 
     /// Forgets a Redis.
     pub fn forget(&self, redis_uid: &str) {
-        self.lock().remove(redis_uid);
+        self.by_redis.forget(redis_uid);
+    }
+
+    /// Forgets every Redis that `exists` says is gone.
+    pub fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.by_redis.keep_only(exists);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, Written>>> {
-        self.by_redis.lock().unwrap_or_else(PoisonError::into_inner)
+        self.by_redis.lock()
     }
 }
 

@@ -23,6 +23,7 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::events::publish;
 use crate::k8s::{FIELD_MANAGER, controller_of};
+use crate::step::Step;
 use api::Redis;
 use api::pods::LABEL_INSTANCE;
 use api::storage::{StorageSpec, quantity_bytes};
@@ -68,6 +69,24 @@ pub fn redis_for_claim(
     let name = claim.labels().get(LABEL_INSTANCE)?;
     let namespace = claim.metadata.namespace.as_deref()?;
     Some(kube::runtime::reflector::ObjectRef::new_with(name, resource.clone()).within(namespace))
+}
+
+/// The claims step of a pass (§3d): [`apply`] for the pods of `replicas` ordinals. Before the
+/// pods that mount the claims.
+pub async fn step(
+    step: &Step<'_>,
+    claims: &Store<PersistentVolumeClaim>,
+    replicas: u32,
+) -> Result<Option<ClaimsReport>, Error> {
+    apply(
+        step.client,
+        step.recorder,
+        claims,
+        step.redis,
+        replicas,
+        step.pods,
+    )
+    .await
 }
 
 /// Makes the claims of `redis` what `spec.storage` says (see the module doc), before its pods

@@ -1,6 +1,8 @@
 //! What persistence says in the status (DESIGN §3d): the `StorageResized` condition. Pure.
 
 use crate::k8s::conditions::{condition, not_ready_for};
+use crate::step::{Hold, Outcome, Step};
+use api::RedisStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The condition saying whether every claim requests `spec.storage.size` (present only with
@@ -107,4 +109,58 @@ pub fn with_condition(
         now,
     ));
     status
+}
+
+/// The claims step's outcome (`spec.storage`, §3d): no pod of a Redis whose claims could not be
+/// looked after in this pass, nor one whose claim name another object holds (it would mount
+/// that claim); the `StorageResized` condition. The held names make Ready False too, after the
+/// children's conflicts ([`Conflicts`]).
+impl Outcome for Option<ClaimsReport> {
+    fn hold(&self, step: &Step<'_>) -> Hold {
+        match self {
+            None if step.redis.spec.storage.is_some() => {
+                Hold::All("the claims could not be looked after")
+            }
+            None => Hold::No,
+            Some(report) => Hold::Ordinals(report.conflicts.iter().map(|c| c.ordinal).collect()),
+        }
+    }
+
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        with_condition(status, self.as_ref(), stored, now)
+    }
+}
+
+/// The claim names other objects hold, in the Ready condition: the claims step's other fold,
+/// after the children's.
+pub struct Conflicts<'a>(pub &'a Option<ClaimsReport>);
+
+impl Outcome for Conflicts<'_> {
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        with_conflicts(status, self.0.as_ref(), stored, now)
+    }
+}
+
+/// What the claims step leaves for after the status write: the first claim name another object
+/// holds (said in the status; backing off, the claim may be renamed or deleted).
+pub fn finish(report: Option<ClaimsReport>) -> Result<(), crate::Error> {
+    match report.into_iter().flat_map(|r| r.conflicts).next() {
+        Some(conflict) => Err(crate::Error::NameConflict {
+            kind: "PersistentVolumeClaim".to_owned(),
+            name: conflict.claim,
+        }),
+        None => Ok(()),
+    }
 }

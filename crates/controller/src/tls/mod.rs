@@ -26,8 +26,10 @@ use crate::Error;
 use crate::auth::SecretMeta;
 use crate::cached::CachedPod;
 use crate::k8s;
+use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::events::publish;
 use crate::redis_server::{Login, Server, TlsClient};
+use crate::step::Step;
 use api::Redis;
 use futures::future;
 use k8s_openapi::api::core::v1::Secret;
@@ -38,7 +40,7 @@ use kube::{Client, Resource, ResourceExt};
 use material::Material;
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Reason of the Normal Event when pods serve the Secret's new certificate.
@@ -59,7 +61,7 @@ const MAX_TRUSTED: usize = 2 * material::MAX_CA_CERTIFICATES;
 pub struct State {
     /// The Secret metadata cache (shared with auth); `None`: every read is a GET.
     secrets: Option<Store<SecretMeta>>,
-    redis: Mutex<HashMap<String, Known>>,
+    redis: ByRedis<Known>,
 }
 
 #[derive(Default)]
@@ -90,11 +92,21 @@ impl State {
 
     /// Forgets a Redis (deleted).
     pub fn forget(&self, uid: &str) {
-        self.known().remove(uid);
+        self.redis.forget(uid);
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
-        self.redis.lock().unwrap_or_else(PoisonError::into_inner)
+        self.redis.lock()
+    }
+}
+
+impl Remembers for State {
+    fn forget(&self, uid: &str) {
+        State::forget(self, uid);
+    }
+
+    fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
+        self.redis.keep_only(exists);
     }
 }
 
@@ -123,15 +135,11 @@ impl Settled {
     }
 }
 
-/// The first half of the TLS step, before anything talks to the pods: the Secret read and
-/// checked, the client built; a Secret gone bad is published as a Warning Event (once). `None`
-/// without `spec.tls`.
-pub async fn prepare(
-    state: &State,
-    client: &Client,
-    recorder: &Recorder,
-    redis: &Redis,
-) -> Result<Option<Settled>, Error> {
+/// The first half of the TLS step of a pass, before anything talks to the pods: the Secret
+/// read and checked, the client built; a Secret gone bad is published as a Warning Event
+/// (once). `None` without `spec.tls`.
+pub async fn prepare(step: &Step<'_>, state: &State) -> Result<Option<Settled>, Error> {
+    let (client, recorder, redis) = (step.client, step.recorder, step.redis);
     if redis.spec.tls.is_none() {
         state.forget(redis.metadata.uid.as_deref().unwrap_or_default());
         return Ok(None);

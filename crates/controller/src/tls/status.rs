@@ -5,8 +5,10 @@
 
 use super::{SECRET_INVALID, Settled};
 use crate::k8s::conditions::{READY, condition, set_not_ready};
+use crate::step::{AUTH_RETRY, Outcome, Step};
 use api::RedisStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::time::Duration;
 
 /// The condition's type.
 pub const CERTIFICATE: &str = "Certificate";
@@ -64,6 +66,27 @@ pub fn with_certificate(
         now,
     ));
     status
+}
+
+/// The TLS step's outcome (§3k): without a good Secret nothing can talk to the pods, so the
+/// pass comes again soon, and sooner while a pod still has to load a renewed certificate.
+impl Outcome for Option<Settled> {
+    fn retry(&self, step: &Step<'_>) -> Option<Duration> {
+        let client = self.as_ref().and_then(|c| c.client.as_ref());
+        let blocked = (step.redis.spec.tls.is_some() && client.is_none()).then_some(AUTH_RETRY);
+        let reload = self.as_ref().and_then(Settled::retry);
+        blocked.into_iter().chain(reload).min()
+    }
+
+    fn fold(
+        &self,
+        _step: &Step<'_>,
+        status: RedisStatus,
+        stored: Option<&RedisStatus>,
+        now: Time,
+    ) -> RedisStatus {
+        with_certificate(status, self.as_ref(), stored, now)
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,17 @@
-//! The NetworkPolicy of a Redis (DESIGN §3j). Pure.
+//! Who may reach a Redis's pods (DESIGN §3j, `spec.networkPolicy`): one NetworkPolicy `<name>`
+//! per Redis that sets it, selecting its pods, admitting on `spec.port` only its own pods
+//! (replication), the operator's controller and `allowedClients`, and on the exporter's port only
+//! `metricsFrom`. Ingress only: what the pods reach is left alone. The policy and whether a stored
+//! one differs are built here (pure); the write is the children's ([`super::apply`]): written only
+//! when it differs, deleted when the spec drops it, never over a foreign object of the same name
+//! (`NameConflict`).
 //!
 //! Every peer is admitted on a port, never on every port: the Redis's own pods, its backup Jobs'
-//! pods and the operator on `spec.port`, `allowedClients` on `spec.port`, `metricsFrom` on the exporter's port. An
-//! empty `from` would admit everyone, so a list the spec leaves empty gives no rule at all.
+//! pods and the operator on `spec.port`, `allowedClients` on `spec.port`, `metricsFrom` on the
+//! exporter's port. An empty `from` would admit everyone, so a list the spec leaves empty gives
+//! no rule at all.
 
-use crate::children::meta::{metadata, metadata_differs};
+use super::meta::{metadata, metadata_differs};
 use api::Redis;
 use api::pods::selector_labels;
 use k8s_openapi::api::networking::v1::{
