@@ -1,8 +1,8 @@
 //! `spec.affinity`: node affinity terms that can match, pod (anti-)affinity terms with a topology
 //! key and selectors that can match, weights the scheduler accepts.
 
+use super::checks::{NODE_NAME_FIELD, is_integer, topology_key_violation, values_of};
 use super::selector::selector_violations;
-use super::{NODE_NAME_FIELD, is_integer, topology_key_violation, values_of};
 use crate::validation::syntax::label_key_problem;
 use crate::validation::violation::{Violation, shown, shown_list};
 use k8s_openapi::api::core::v1::{

@@ -5,26 +5,27 @@
 //! that can never match, and pod labels or annotations that would take the operator's own keys.
 //! The warning: a Replication Redis whose required placement puts every pod on one node.
 //!
-//! This module holds the two entry points and the checks the parts share; the parts:
+//! This module holds the two entry points; the parts:
 //! - `affinity`: `spec.affinity`'s node and pod (anti-)affinity terms.
 //! - `tolerations`: `spec.tolerations`.
 //! - `spread`: `spec.topologySpreadConstraints`.
 //! - `selector`: label selectors, what they may hold and what they match.
+//! - `checks`: the small checks the parts share (a label pair, a topology key, an integer).
 //! - `one_node`: what the warning about one node reads (pinned nodes, the Redis's own pods).
 
 mod affinity;
+mod checks;
 mod one_node;
 mod selector;
 mod spread;
 mod tolerations;
 
-use super::syntax::{
-    annotation_key_problem, label_key_problem, label_value_problem, subdomain_problem,
-};
+use super::syntax::{annotation_key_problem, subdomain_problem};
 use super::violation::{Violation, shown};
 use crate::pods::{HOSTNAME_TOPOLOGY_KEY, is_operator_annotation, is_operator_label};
 use crate::types::{Mode, Redis, RedisSpec};
 use affinity::affinity_violations;
+use checks::label_pair;
 use one_node::{own_pod_labels, pinned_nodes, selects_own_pods};
 use spread::spread_violations;
 use tolerations::toleration_violations;
@@ -33,9 +34,6 @@ pub(super) use selector::selector_violations;
 
 /// Most bytes (keys and values) the API server accepts in an object's annotations.
 const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
-
-/// The one node field a node selector term's `matchFields` can name.
-const NODE_NAME_FIELD: &str = "metadata.name";
 
 /// Every placement rule broken by `spec`, in the order of the fields.
 pub(super) fn placement_violations(spec: &RedisSpec) -> Vec<Violation> {
@@ -114,42 +112,6 @@ pub(super) fn placement_violations(spec: &RedisSpec) -> Vec<Violation> {
         }
     }
     out
-}
-
-/// A label key and value (`spec.nodeSelector`, `spec.podLabels`, a selector's `matchLabels`).
-fn label_pair(field: &str, key: &str, value: &str, out: &mut Vec<Violation>) {
-    if let Err(message) = label_key_problem(key) {
-        out.push(Violation::new(field, key, message));
-    }
-    if let Err(message) = label_value_problem(value) {
-        // The key too: the field shows it cut, and two long keys must not read as one.
-        out.push(Violation::new(field, format!("{key:?}={value:?}"), message));
-    }
-}
-
-/// The values of a requirement, as written (the ratchet's value; messages show [`shown_list`]).
-fn values_of(values: Option<&Vec<String>>) -> String {
-    format!("{:?}", values.map(Vec::as_slice).unwrap_or_default())
-}
-
-/// A topology key: the node label whose value makes one domain; never empty.
-fn topology_key_violation(field: &str, key: &str, out: &mut Vec<Violation>) {
-    if key.is_empty() {
-        out.push(Violation::new(
-            field,
-            "\"\"",
-            format!(
-                "must not be empty: it names the node label whose nodes count as one domain, such as {HOSTNAME_TOPOLOGY_KEY}"
-            ),
-        ));
-    } else if let Err(message) = label_key_problem(key) {
-        out.push(Violation::new(field, key, message));
-    }
-}
-
-/// A decimal integer as the scheduler reads one (an optional `-`, digits, within 64 bits).
-fn is_integer(text: &str) -> bool {
-    !text.starts_with('+') && text.parse::<i64>().is_ok()
 }
 
 /// Allowed but unwise placement: a Replication Redis of several pods whose required placement

@@ -1,7 +1,7 @@
 //! What the warning about a Replication Redis held on one node reads: the nodes a required node
 //! affinity pins, and whether a pod affinity term counts the Redis's own pods.
 
-use super::NODE_NAME_FIELD;
+use super::checks::NODE_NAME_FIELD;
 use super::selector::{is_empty_selector, selector_matches};
 use crate::pods::{HOSTNAME_TOPOLOGY_KEY, pod_labels};
 use crate::types::Redis;

@@ -1,18 +1,14 @@
 //! Label selectors (of pods or namespaces, here and in `spec.networkPolicy`): the requirements
 //! that can match, and what a selector matches.
 
-use super::{label_pair, values_of};
+use super::checks::{label_pair, values_of};
 use crate::validation::syntax::{label_key_problem, label_value_problem};
 use crate::validation::violation::{Violation, shown, shown_list};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use std::collections::BTreeMap;
 
 /// A label selector (of pods or namespaces): valid labels, requirements that can match.
-pub(in crate::validation) fn selector_violations(
-    field: &str,
-    selector: &LabelSelector,
-    out: &mut Vec<Violation>,
-) {
+pub(crate) fn selector_violations(field: &str, selector: &LabelSelector, out: &mut Vec<Violation>) {
     for (key, value) in selector.match_labels.iter().flatten() {
         let field = format!("{field}.matchLabels[{}]", shown(key));
         label_pair(&field, key, value, out);

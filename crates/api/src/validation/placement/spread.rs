@@ -1,7 +1,7 @@
 //! `spec.topologySpreadConstraints`: constraints the scheduler can apply.
 
+use super::checks::topology_key_violation;
 use super::selector::selector_violations;
-use super::topology_key_violation;
 use crate::validation::violation::{Violation, shown};
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 

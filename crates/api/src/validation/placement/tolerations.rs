@@ -1,6 +1,6 @@
 //! `spec.tolerations`: tolerations the API server accepts.
 
-use super::is_integer;
+use super::checks::is_integer;
 use crate::validation::syntax::{label_key_problem, label_value_problem};
 use crate::validation::violation::{Violation, shown};
 use k8s_openapi::api::core::v1::Toleration;
