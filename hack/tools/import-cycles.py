@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Import circles in a crate, between its files and between its folders (`make lint`; docs/design.md §3g).
 
-Reads every production `.rs` file under the given `src/` folder (test modules, `tests.rs` files,
+Reads every production `.rs` file under the given `src/` folder (test modules, `tests.rs` files and `tests/` folders,
 modules declared under `#[cfg(test)]`, `src/bin` and comments left out), takes each path it names
 through `crate::`, `super::`, `self::` or a child module, grouped `use` imports included
 (`use crate::{a, b::{c, d}}`), and resolves it to the longest module file it reaches.
@@ -41,7 +41,8 @@ def prod(s):
 files = {}
 for d, _, fs in os.walk(root):
     for f in fs:
-        if f.endswith('.rs') and f != 'tests.rs' and 'bin' not in os.path.relpath(d, root).split(os.sep):
+        parts = os.path.relpath(d, root).split(os.sep)
+        if f.endswith('.rs') and f != 'tests.rs' and 'bin' not in parts and 'tests' not in parts:
             p = os.path.join(d, f)
             with open(p) as fh:
                 files[module_of(os.path.relpath(p, root))] = uncomment(prod(fh.read()))
