@@ -280,7 +280,29 @@ pub async fn lost_on_target(
         reason: "no connection and login within 1s".to_owned(),
     })?;
     let written: Vec<(String, u64)> = acks.iter().map(|a| (a.key.clone(), a.value)).collect();
-    crate::node::missing_writes(&mut link.con, &written).await
+    missing_writes(&mut link.con, &written).await
+}
+
+/// Of `written` (key, value) pairs, the keys whose value `con` does not hold: writes lost.
+pub async fn missing_writes(
+    con: &mut redis::aio::MultiplexedConnection,
+    written: &[(String, u64)],
+) -> Result<Vec<String>, Error> {
+    let mut missing = Vec::new();
+    for chunk in written.chunks(500) {
+        let keys: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
+        let values: Vec<Option<u64>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(con)
+            .await
+            .map_err(|e| Error::process("MGET", e))?;
+        for ((key, value), held) in chunk.iter().zip(values) {
+            if held != Some(*value) {
+                missing.push(key.clone());
+            }
+        }
+    }
+    Ok(missing)
 }
 
 impl History {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::node::{self, REDIS_IMAGE};
+use e2e::{conditions, pods, secrets};
 
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
@@ -43,17 +44,15 @@ async fn cli(host: &str, password: Option<&str>, args: &[&str]) -> Result<String
 
 /// Each pod's name, IP, uid and restart count.
 async fn pods(ns: &TestNamespace) -> Result<Vec<(String, String, String, i32)>, Error> {
-    let pods = node::pods_of(ns, NAME)
-        .await
-        .map_err(|reason| process_error("listing the pods", reason))?;
+    let pods = pods::of_redis(ns, NAME).await?;
     Ok(pods
         .iter()
         .map(|p| {
             (
                 p.name_any(),
-                node::pod_ip(p).unwrap_or_default().to_owned(),
+                pods::ip(p).unwrap_or_default().to_owned(),
                 p.uid().unwrap_or_default(),
-                node::restarts(p),
+                pods::restarts(p),
             )
         })
         .collect())
@@ -69,7 +68,7 @@ fn refused(answer: &str) -> bool {
 #[tokio::test]
 async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("auth-rotate").await?;
-    node::create_password_secret(&ns, SECRET, FIRST).await?;
+    secrets::create_password_secret(&ns, SECRET, FIRST).await?;
     let secrets: Api<Secret> = ns.api();
     let spec = RedisSpec {
         replicas: Some(3),
@@ -92,7 +91,7 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context("creating the Redis")?;
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
     // The pod spec names the Secret; the password is nowhere in it, nor in the command line the
     // runtime was given (redis-server reads it on stdin).
@@ -106,9 +105,11 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
     assert!(spec_json.contains("secretKeyRef"), "{spec_json}");
     let command_line = node::runtime_command_line(&primary_pod, "redis")
         .await
-        .map_err(|reason| Error::Process {
-            what: format!("reading {primary}'s command line from the runtime"),
-            reason,
+        .map_err(|reason| {
+            Error::process(
+                format!("reading {primary}'s command line from the runtime"),
+                reason,
+            )
         })?;
     assert_eq!(command_line.first().map(String::as_str), Some("sh"));
     assert!(
@@ -156,7 +157,7 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         }
     })
     .await?;
-    let after_primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let after_primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     assert_eq!(after_primary, primary, "no failover on a rotation");
     for (name, ip, _, _) in &before {
         if *name == primary {

@@ -30,6 +30,7 @@ use e2e::history::{History, Target, Writer, lost_on_target, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::operator::Controller;
 use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -163,8 +164,8 @@ async fn redis_pid(ns: &TestNamespace, name: &str) -> Result<u32, Error> {
         &format!("{name}'s running redis-server"),
         Duration::from_secs(60),
         || async {
-            let victim = pod(ns, name).await.map_err(|e| e.to_string())?;
-            node::container_pid(&victim, "redis").await
+            let victim = pod(ns, name).await?;
+            Ok(node::container_pid(&victim, "redis").await?)
         },
     )
     .await
@@ -223,7 +224,7 @@ impl Bed {
                     .context(format!("deleting {primary}"))?;
             }
             Fault::ShutdownNosave => {
-                let ip = node::pod_ip(&pod(&self.ns, primary).await?)
+                let ip = pods::ip(&pod(&self.ns, primary).await?)
                     .unwrap_or_default()
                     .to_owned();
                 // The server exits before it answers: the error is the expected outcome.
@@ -322,11 +323,11 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     api_server_pid()?;
 
     let (_cluster, ns, operator) = node::setup("chaos").await?;
-    node::create_password_secret(&ns, "chaos-auth", PASSWORD).await?;
-    node::create_password_secret(&ns, "chaos-writer", WRITER_PASSWORD).await?;
+    secrets::create_password_secret(&ns, "chaos-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "chaos-writer", WRITER_PASSWORD).await?;
     let ca = TestCa::new("chaos CA")?;
     let issued = ca.issue(&redis_dns_names(NAME, ns.name()))?;
-    node::put_secret(
+    secrets::put_secret(
         &ns,
         "chaos-tls",
         Some("kubernetes.io/tls"),
@@ -371,8 +372,8 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context("creating the Redis")?;
-    let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let mut primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let origin = std::time::Instant::now();
     let mut events: Vec<(std::time::Instant, String)> = Vec::new();
@@ -430,7 +431,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
             // The node comes back once a replica elsewhere took over (its pods may have been
             // replaced meanwhile); healed even when no failover came.
             let heal = node::HealOnDrop(name);
-            let promoted = node::wait_promoted(&bed.ns, NAME, &primary, CONVERGE).await;
+            let promoted = conditions::wait_promoted(&bed.ns, NAME, &primary, CONVERGE).await;
             drop(heal);
             if let Err(e) = promoted {
                 outcome = Err(e);
@@ -440,7 +441,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         // Every fault takes the primary's data or its process away, so a new primary follows.
         // Waiting for one other than the old also keeps a status written before the fault (the
         // controller stopped, or not yet looking) from passing for the state after it.
-        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, Some(&primary)).await {
+        match conditions::wait_replicating(&bed.ns, NAME, 3, CONVERGE, Some(&primary)).await {
             Ok(now) => primary = now,
             Err(e) => {
                 outcome = Err(e);
@@ -459,7 +460,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
             "chaos: stopped after {} faults: {outcome:?}",
             injected.values().sum::<u32>()
         );
-        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await {
+        match conditions::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await {
             Ok(now) => primary = now,
             Err(e) => eprintln!("chaos: checking on {primary}, which did not converge: {e}"),
         }
@@ -474,7 +475,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         .join(bed.ns.name())
         .join(format!("history-{seed}.jsonl"));
     history.write_jsonl(&recorded, origin, &events, &[])?;
-    let final_ip = node::pod_ip(&pod(&bed.ns, &primary).await?)
+    let final_ip = pods::ip(&pod(&bed.ns, &primary).await?)
         .unwrap_or_default()
         .to_owned();
     let lost = lost_on_target(&final_ip, &target, &history.acks).await?;

@@ -23,6 +23,7 @@ use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
 use e2e::history::{History, Writer, lost_on, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Toleration};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -98,7 +99,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
             ),
         ));
     }
-    node::create_password_secret(&ns, "node-loss-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "node-loss-auth", PASSWORD).await?;
     let spec = RedisSpec {
         replicas: Some(3),
         image: Some(REDIS_IMAGE.into()),
@@ -120,25 +121,23 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context("creating the Redis")?;
-    let old = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let old = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
     // One pod per node: the default spread.
-    let pods = node::pods_of(&ns, NAME)
-        .await
-        .map_err(|e| failure("pods", e))?;
+    let pods = pods::of_redis(&ns, NAME).await?;
     let nodes: BTreeSet<&str> = pods.iter().filter_map(node::node_of).collect();
     assert_eq!(
         nodes.len(),
         3,
         "the 3 pods share nodes: {}",
-        node::describe(&pods)
+        pods::describe_all(&pods)
     );
     let old_pod = pod(&ns, &old).await?;
     let lost_node = node::node_of(&old_pod).unwrap_or_default().to_owned();
     let old_uid = old_pod.uid();
-    let old_ip = node::pod_ip(&old_pod).unwrap_or_default().to_owned();
+    let old_ip = pods::ip(&old_pod).unwrap_or_default().to_owned();
 
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let writers: Vec<Writer> = (0..2)
         .map(|id| {
@@ -151,7 +150,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
     eprintln!("{prefix}: {} {lost_node} (primary {old})", fault.verb());
     let heal = node::HealOnDrop(lost_node.clone());
     node::fault(fault, &lost_node).await?;
-    let new = node::wait_promoted(&ns, NAME, &old, CONVERGE).await?;
+    let new = conditions::wait_promoted(&ns, NAME, &old, CONVERGE).await?;
     let new_node = node::node_of(&pod(&ns, &new).await?)
         .unwrap_or_default()
         .to_owned();
@@ -159,15 +158,13 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
 
     if fault == NodeFault::Stop {
         // The stopped node's pod is replaced elsewhere, before the node comes back.
-        node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
-        let pods = node::pods_of(&ns, NAME)
-            .await
-            .map_err(|e| failure("pods", e))?;
+        conditions::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
+        let pods = pods::of_redis(&ns, NAME).await?;
         assert!(
             pods.iter()
                 .all(|p| node::node_of(p) != Some(lost_node.as_str())),
             "a pod is still on the stopped node {lost_node}: {}",
-            node::describe(&pods)
+            pods::describe_all(&pods)
         );
     }
     node::fault(NodeFault::Heal, &lost_node).await?;
@@ -184,8 +181,8 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
-    let primary_ip = node::pod_ip(&pod(&ns, &primary).await?)
+    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
+    let primary_ip = pods::ip(&pod(&ns, &primary).await?)
         .unwrap_or_default()
         .to_owned();
     match pod(&ns, &old).await {
@@ -280,7 +277,7 @@ async fn wait_placed(
         &format!("{name}: {count} Ready pods on {node_name}"),
         CONVERGE,
         || async {
-            let pods = node::pods_of(ns, name).await?;
+            let pods = pods::of_redis(ns, name).await?;
             let live: Vec<Pod> = pods
                 .iter()
                 .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -292,7 +289,7 @@ async fn wait_placed(
                     .iter()
                     .all(|p| e2e::pods::is_ready(p) && node::node_of(p) == Some(node_name));
             if !done {
-                return Err(node::describe(&pods));
+                return Err(pods::describe_all(&pods));
             }
             for pod in &live {
                 placed(pod).map_err(|e| format!("{}: {e}", pod.name_any()))?;
@@ -401,7 +398,7 @@ async fn placement_puts_the_pods_where_the_spec_says_and_moves_them_when_it_chan
         Ok(())
     };
     let pods = wait_placed(&ns, NAME, 2, first, placed).await?;
-    eprintln!("placement: {}", node::describe(&pods));
+    eprintln!("placement: {}", pods::describe_all(&pods));
 
     // A new selector moves the pods, one at a time, to the other node.
     let patch = serde_json::json!({"spec": {"nodeSelector": hostname(second)}});
@@ -410,7 +407,7 @@ async fn placement_puts_the_pods_where_the_spec_says_and_moves_them_when_it_chan
         .await
         .context("changing the nodeSelector")?;
     let moved = wait_placed(&ns, NAME, 2, second, placed).await?;
-    eprintln!("placement: moved: {}", node::describe(&moved));
+    eprintln!("placement: moved: {}", pods::describe_all(&moved));
 
     redis
         .delete(NAME, &DeleteParams::default())

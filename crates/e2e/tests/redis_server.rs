@@ -171,7 +171,7 @@ async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_
     );
     let mut heir = b.connection().await?;
     let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
-    let lost = e2e::node::missing_writes(&mut heir, &written).await?;
+    let lost = e2e::history::missing_writes(&mut heir, &written).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",

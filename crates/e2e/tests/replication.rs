@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use e2e::node::{self, REDIS_IMAGE};
+use e2e::{conditions, history, pods};
 
 use e2e::{Context, Error, TestNamespace, wait_for};
 use k8s_openapi::api::core::v1::Pod;
@@ -48,7 +49,7 @@ fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
 }
 
 async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
-    node::service_ip(ns, name, CONVERGE).await
+    conditions::service_ip(ns, name, CONVERGE).await
 }
 
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
@@ -92,7 +93,7 @@ async fn assert_failed_over_without_loss(
     acked: &BTreeSet<u64>,
 ) -> Result<(), Error> {
     let promoted = pod(ns, primary).await?;
-    let ip = node::pod_ip(&promoted).unwrap_or_default();
+    let ip = pods::ip(&promoted).unwrap_or_default();
     assert_no_acknowledged_write_lost(ip, acked).await?;
     wait_routed(service, "master").await?;
     if let Some(last) = acked.last() {
@@ -187,7 +188,7 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
         .await
         .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
     let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
-    let lost = node::missing_writes(&mut con, &written).await?;
+    let lost = history::missing_writes(&mut con, &written).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",
@@ -205,7 +206,7 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
 async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
     let (cluster, ns, _operator) = node::setup("repl-three").await?;
     create(&ns, "cache", 3).await?;
-    let primary = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
     let events = e2e::operator::run_kubectl(
         &cluster,
@@ -229,7 +230,7 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
     assert_eq!(cli(&service, &["WAIT", "2", "5000"]).await?, "2");
     for replica in ["cache-1", "cache-2"] {
         let pod = pod(&ns, replica).await?;
-        let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+        let ip = pods::ip(&pod).unwrap_or_default().to_owned();
         assert_eq!(cli(&ip, &["GET", "greeting"]).await?, "hello", "{replica}");
         let role = cli(&ip, &["ROLE"]).await?;
         assert!(role.starts_with("slave"), "{replica}: {role}");
@@ -255,7 +256,7 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
 {
     let (_cluster, ns, _operator) = node::setup("repl-pod").await?;
     create(&ns, "cache", 3).await?;
-    let old = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let old = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     let writer = Writer::start(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -264,7 +265,7 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
     pods.delete(&old, &DeleteParams::default().grace_period(0))
         .await
         .context(format!("deleting the primary {old}"))?;
-    let new = node::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
+    let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (acked, failed) = writer.stop().await?;
     eprintln!(
@@ -273,7 +274,7 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
     );
     assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
     let back = pod(&ns, &old).await?;
-    let role = cli(node::pod_ip(&back).unwrap_or_default(), &["ROLE"]).await?;
+    let role = cli(pods::ip(&back).unwrap_or_default(), &["ROLE"]).await?;
     assert!(role.starts_with("slave"), "{old} came back as {role}");
     Ok(())
 }
@@ -285,7 +286,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
 -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("repl-process").await?;
     create(&ns, "cache", 3).await?;
-    let old = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let old = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     let writer = Writer::start(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -297,7 +298,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
     node::signal(pid, "KILL")
         .await
         .map_err(|reason| process_error(format!("killing {old}'s redis-server"), reason))?;
-    let new = node::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
+    let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (acked, failed) = writer.stop().await?;
     eprintln!(
@@ -308,9 +309,9 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
     let same = pod(&ns, &old).await?;
     assert_eq!(same.uid(), victim.uid(), "the pod itself stayed");
     assert!(
-        node::restarts(&same) >= 1,
+        pods::restarts(&same) >= 1,
         "{}",
-        node::describe(std::slice::from_ref(&same))
+        pods::describe_all(std::slice::from_ref(&same))
     );
     Ok(())
 }
@@ -322,7 +323,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
 async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), Error> {
     let (cluster, ns, _operator) = node::setup("repl-scale").await?;
     create(&ns, "cache", 3).await?;
-    node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
     let scale = |n: i32| {
@@ -339,7 +340,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
         }
     };
     scale(5).await?;
-    let first = node::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
+    let first = conditions::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["SET", "kept", "yes"]).await?, "OK");
@@ -349,13 +350,13 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     pods.delete(&first, &DeleteParams::default().grace_period(0))
         .await
         .context("deleting the primary")?;
-    let moved = node::wait_replicating(&ns, "cache", 5, CONVERGE, Some(&first)).await?;
+    let moved = conditions::wait_replicating(&ns, "cache", 5, CONVERGE, Some(&first)).await?;
     assert_ne!(moved, "cache-0");
 
     scale(2).await?;
-    let primary = node::wait_replicating(&ns, "cache", 2, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, "cache", 2, CONVERGE, None).await?;
     scale(1).await?;
-    let last = node::wait_replicating(&ns, "cache", 1, CONVERGE, None).await?;
+    let last = conditions::wait_replicating(&ns, "cache", 1, CONVERGE, None).await?;
     assert_eq!(last, "cache-0");
     wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["GET", "kept"]).await?, "yes");
@@ -383,7 +384,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
 async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
     let (_cluster, ns, operator) = node::setup("repl-rest").await?;
     create(&ns, "cache", 3).await?;
-    node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let counters = [
         "redis_controller_status_writes_total",

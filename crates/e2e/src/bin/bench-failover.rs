@@ -26,6 +26,7 @@ use e2e::certs::{TestCa, redis_dns_names};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
 use e2e::operator::Operator;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use redis::aio::MultiplexedConnection;
@@ -640,7 +641,7 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
         true => {
             let ca = TestCa::new("bench-failover CA")?;
             let issued = ca.issue(&redis_dns_names(NAME, ns.name()))?;
-            node::put_secret(
+            secrets::put_secret(
                 &ns,
                 "bench-tls",
                 Some("kubernetes.io/tls"),
@@ -670,7 +671,7 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context(format!("creating Redis {NAME}"))?;
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     let service = service_ip(&ns).await?;
     let over = if tls.is_some() { ", over TLS" } else { "" };
     let mut part = Part::new(format!(
@@ -717,7 +718,7 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
 
 async fn primary_ip(pods: &Api<Pod>, name: &str) -> Result<String, String> {
     let pod = pods.get(name).await.map_err(seen)?;
-    node::pod_ip(&pod)
+    pods::ip(&pod)
         .map(str::to_owned)
         .ok_or_else(|| format!("{name} has no IP"))
 }
@@ -736,7 +737,7 @@ async fn operator_round(
         .get(primary)
         .await
         .context(format!("reading {primary}"))?;
-    let ip = node::pod_ip(&victim).unwrap_or_default().to_owned();
+    let ip = pods::ip(&victim).unwrap_or_default().to_owned();
     let victim_id = run_id(&ip, PORT, tls)
         .await
         .map_err(|e| Error::process(format!("run_id of {primary}"), e))?;
@@ -766,11 +767,11 @@ async fn operator_round(
     let refused = writer.failures_between(killed, writable.unwrap_or_else(Instant::now));
     if kill.node_fault().is_some() {
         // The node comes back once another pod is primary (its pods may have been replaced).
-        let promoted = node::wait_promoted(ns, NAME, primary, CONVERGE).await;
+        let promoted = conditions::wait_promoted(ns, NAME, primary, CONVERGE).await;
         node::fault(NodeFault::Heal, &lost_node).await?;
         promoted?;
     }
-    let next = node::wait_replicating(ns, NAME, 3, CONVERGE, Some(primary)).await?;
+    let next = conditions::wait_replicating(ns, NAME, 3, CONVERGE, Some(primary)).await?;
     let keys = writer.acked_keys();
     let ip = primary_ip(pods, &next)
         .await
@@ -790,7 +791,7 @@ async fn operator_round(
 }
 
 async fn service_ip(ns: &TestNamespace) -> Result<String, Error> {
-    e2e::node::service_ip(ns, NAME, CONVERGE).await
+    e2e::conditions::service_ip(ns, NAME, CONVERGE).await
 }
 
 // ---------------------------------------------------------------------------------------------
