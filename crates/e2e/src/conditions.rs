@@ -62,7 +62,7 @@ pub async fn wait_replicating(
         &format!("{name}: {replicas} pods replicating a primary other than {not:?}"),
         timeout,
         || async {
-            let pods = of_redis(ns, name).await?;
+            let pods = of_redis(&ns.api(), name).await?;
             let status = redis
                 .get(name)
                 .await
@@ -144,7 +144,7 @@ pub async fn wait_promoted(
                 .map_err(seen)?
                 .status
                 .unwrap_or_default();
-            let pods = of_redis(ns, name).await?;
+            let pods = of_redis(&ns.api(), name).await?;
             let labelled: Vec<String> = pods
                 .iter()
                 .filter(|p| {

@@ -11,7 +11,7 @@ use kube::api::{ListParams, ObjectMeta};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
-use crate::{Context, Error, TestNamespace, seen, wait_for};
+use crate::{Context, Error, seen, wait_for};
 
 /// An image that is never pulled on the test bed (kwok runs no containers), but is real.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -93,8 +93,7 @@ pub fn describe(pod: &Pod) -> String {
 }
 
 /// The pods of Redis `name` (terminating ones too), by name.
-pub async fn of_redis(ns: &TestNamespace, name: &str) -> Result<Vec<Pod>, Error> {
-    let pods: Api<Pod> = ns.api();
+pub async fn of_redis(pods: &Api<Pod>, name: &str) -> Result<Vec<Pod>, Error> {
     let mut list = pods
         .list(&ListParams::default().labels(&api::pods::selector_string(name)))
         .await

@@ -50,7 +50,7 @@ async fn wait_on_every_pod(
     wanted: impl Fn(&str) -> bool,
 ) -> Result<(), Error> {
     wait_for(what, CONVERGE, || async {
-        let pods = pods::of_redis(ns, name).await?;
+        let pods = pods::of_redis(&ns.api(), name).await?;
         let mut seen = Vec::new();
         for pod in &pods {
             let ip = pods::ip(pod).unwrap_or_default();
@@ -147,7 +147,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         cli_as(&service, None, DEFAULT_PASSWORD, &["PING"]).await,
         "PONG"
     );
-    let before = restarts_of(&pods::of_redis(&ns, NAME).await?);
+    let before = restarts_of(&pods::of_redis(&ns.api(), NAME).await?);
 
     // The default user off, live.
     api.patch(
@@ -190,7 +190,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         login_refused,
     )
     .await?;
-    let after = restarts_of(&pods::of_redis(&ns, NAME).await?);
+    let after = restarts_of(&pods::of_redis(&ns.api(), NAME).await?);
     assert_eq!(before, after, "a change of users restarted a pod");
 
     // A failover with the default user off: the operator (its own user) and the replicas

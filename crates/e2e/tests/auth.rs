@@ -22,13 +22,6 @@ const SECRET: &str = "cache-auth";
 const FIRST: &str = "first-Passw0rd-for-the-bed";
 const SECOND: &str = "second-Passw0rd-after-rotation";
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 /// `redis-cli` with `password` (none: no AUTH at all). redis-cli prints an error reply and exits
 /// 0 when not on a terminal, so the caller reads the text.
 async fn cli(host: &str, password: Option<&str>, args: &[&str]) -> Result<String, Error> {
@@ -39,12 +32,12 @@ async fn cli(host: &str, password: Option<&str>, args: &[&str]) -> Result<String
     all.extend_from_slice(args);
     node::redis_cli(host, PORT, &all)
         .await
-        .map_err(|reason| process_error(format!("redis-cli -h {host} {args:?}"), reason))
+        .map_err(|reason| Error::process(format!("redis-cli -h {host} {args:?}"), reason))
 }
 
 /// Each pod's name, IP, uid and restart count.
 async fn pods(ns: &TestNamespace) -> Result<Vec<(String, String, String, i32)>, Error> {
-    let pods = pods::of_redis(ns, NAME).await?;
+    let pods = pods::of_redis(&ns.api(), NAME).await?;
     Ok(pods
         .iter()
         .map(|p| {
@@ -224,7 +217,7 @@ async fn ready(ns: &TestNamespace) -> Result<(String, String), String> {
 /// False, Warning Event) and touches nothing; putting the pods' password back clears it.
 #[tokio::test]
 async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Result<(), Error> {
-    let (cluster, ns, mut operator) = node::setup("auth-standalone").await?;
+    let (_cluster, ns, mut operator) = node::setup("auth-standalone").await?;
     let secrets: Api<Secret> = ns.api();
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
@@ -298,7 +291,7 @@ async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Resu
         .controller
         .process
         .terminate()
-        .map_err(|e| process_error("stopping the controller", e.to_string()))?;
+        .map_err(|e| Error::process("stopping the controller", e.to_string()))?;
     set("third-password-nobody-set").await?;
     let mut controller =
         e2e::operator::Controller::start(&ns, &operator.identity, "redis-controller-2", &[])
@@ -314,19 +307,8 @@ async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Resu
     .await?;
     on(SECOND)
         .await
-        .map_err(|e| process_error("the pods' password", e))?;
-    let events = e2e::operator::run_kubectl(
-        &cluster,
-        &[
-            "get",
-            "events",
-            "-n",
-            ns.name(),
-            "-o",
-            "jsonpath={.items[*].reason}",
-        ],
-    )
-    .map_err(|e| process_error("kubectl get events", e))?;
+        .map_err(|e| Error::process("the pods' password", e))?;
+    let events = ns.event_reasons(None).await?.join(" ");
     assert!(events.contains("AuthFailed"), "{events}");
     assert!(events.contains("PasswordRotated"), "{events}");
 

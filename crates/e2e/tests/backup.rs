@@ -170,7 +170,7 @@ fn failure(backup: &RedisBackup) -> (String, String) {
 /// The Ready pod `<name>-0`'s IP.
 async fn ready_ip(ns: &TestNamespace, name: &str, count: usize) -> Result<String, Error> {
     wait_for(&format!("{name}: {count} Ready pods"), CONVERGE, || async {
-        let pods = pods::of_redis(ns, name).await?;
+        let pods = pods::of_redis(&ns.api(), name).await?;
         let ready = pods.iter().filter(|p| e2e::pods::is_ready(p)).count();
         if ready != count {
             return Err(pods::describe_all(&pods));
@@ -370,7 +370,7 @@ async fn a_replication_backup_reads_a_replica_and_the_restored_pod_is_elected() 
     )
     .await?;
     let primary = conditions::wait_replicating(&ns, "shared", 3, CONVERGE, None).await?;
-    let pods = pods::of_redis(&ns, "shared").await?;
+    let pods = pods::of_redis(&ns.api(), "shared").await?;
     let primary_ip = pods
         .iter()
         .find(|p| p.name_any() == primary)
@@ -419,7 +419,7 @@ async fn a_replication_backup_reads_a_replica_and_the_restored_pod_is_elected() 
     .await?;
     let elected = conditions::wait_replicating(&ns, "again", 3, CONVERGE, None).await?;
     assert_eq!(elected, "again-0", "the restored pod is the first primary");
-    for pod in pods::of_redis(&ns, "again").await? {
+    for pod in pods::of_redis(&ns.api(), "again").await? {
         let ip = pods::ip(&pod).unwrap_or_default().to_owned();
         let con = connect(&ip).await?;
         wait_for(

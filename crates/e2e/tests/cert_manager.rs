@@ -196,7 +196,7 @@ async fn pods_not_serving(
     material: &Material,
 ) -> Result<Vec<(String, String)>, String> {
     let wanted = leaf(material);
-    let pods = pods::of_redis(ns, name).await?;
+    let pods = pods::of_redis(&ns.api(), name).await?;
     if pods.len() != REPLICAS {
         return Err(format!(
             "{} pods: {}",
@@ -342,7 +342,7 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
     );
 
     // The renewal, cmctl's way; cert-manager writes a new certificate into the same Secret.
-    let before = restarts(&pods::of_redis(&ns, &name).await?);
+    let before = restarts(&pods::of_redis(&ns.api(), &name).await?);
     cert_manager::renew(&client, ns.name(), &certificate).await?;
     let renewed = wait_for(
         "cert-manager to write the renewed certificate",
@@ -373,7 +373,7 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
         },
     )
     .await?;
-    let pods = pods::of_redis(&ns, &name).await?;
+    let pods = pods::of_redis(&ns.api(), &name).await?;
     assert_eq!(restarts(&pods), before, "pods or restart counts changed");
     conditions::wait_replicating(&ns, &name, REPLICAS, CONVERGE, None).await?;
     wait_for(

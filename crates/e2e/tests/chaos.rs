@@ -117,19 +117,12 @@ const FAULTS: [Fault; 12] = [
     Fault::NodePartition,
 ];
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 fn env_number(name: &str) -> Result<Option<u64>, Error> {
     match std::env::var(name) {
         Ok(v) => v
             .parse()
             .map(Some)
-            .map_err(|e| process_error(format!("reading {name}={v}"), format!("{e}"))),
+            .map_err(|e| Error::process(format!("reading {name}={v}"), format!("{e}"))),
         Err(_) => Ok(None),
     }
 }
@@ -141,14 +134,14 @@ fn api_server_pid() -> Result<u32, Error> {
         .unwrap_or_else(|| repo_root().join(".cluster"));
     let file = dir.join("pids/kube-apiserver.pid");
     let text = std::fs::read_to_string(&file).map_err(|e| {
-        process_error(
+        Error::process(
             format!("reading {}", file.display()),
             format!("{e} (the API-server fault needs the local test bed: make cluster-up)"),
         )
     })?;
     text.trim()
         .parse()
-        .map_err(|e| process_error(format!("reading {}", file.display()), format!("{e}")))
+        .map_err(|e| Error::process(format!("reading {}", file.display()), format!("{e}")))
 }
 
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
@@ -174,7 +167,7 @@ async fn redis_pid(ns: &TestNamespace, name: &str) -> Result<u32, Error> {
 async fn signal(pid: u32, sig: &str, what: &str) -> Result<(), Error> {
     node::signal(pid, sig)
         .await
-        .map_err(|reason| process_error(format!("{sig} to {what}"), reason))
+        .map_err(|reason| Error::process(format!("{sig} to {what}"), reason))
 }
 
 /// The test's world: what the faults act on.
@@ -207,7 +200,7 @@ impl Bed {
         if let Some(node_fault) = fault.node_fault() {
             let victim = pod(&self.ns, primary).await?;
             let name = node::node_of(&victim)
-                .ok_or_else(|| process_error(format!("the node of {primary}"), "not scheduled"))?
+                .ok_or_else(|| Error::process(format!("the node of {primary}"), "not scheduled"))?
                 .to_owned();
             node::fault(node_fault, &name).await?;
             return Ok(Some(name));
@@ -310,7 +303,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
                     .into_iter()
                     .find(|f| format!("{f:?}") == name.trim())
                     .ok_or_else(|| {
-                        process_error(
+                        Error::process(
                             format!("reading CHAOS_FAULTS={list}"),
                             format!("{name:?} is none of {FAULTS:?}"),
                         )

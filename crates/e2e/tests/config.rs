@@ -76,7 +76,7 @@ async fn wait_config(
     wanted: &[(&str, &str)],
 ) -> Result<Vec<Pod>, Error> {
     wait_for(&format!("{wanted:?} on every pod"), CONVERGE, || async {
-        let pods = pods::of_redis(ns, name).await?;
+        let pods = pods::of_redis(&ns.api(), name).await?;
         if pods.len() != count {
             return Err(format!("{} pods", pods.len()));
         }
@@ -131,7 +131,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
     )
     .await?;
     conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let before = identities(&pods::of_redis(&ns, NAME).await?);
+    let before = identities(&pods::of_redis(&ns.api(), NAME).await?);
 
     patch_config(
         &ns,
@@ -272,7 +272,7 @@ async fn a_directive_read_at_start_rolls_the_pods_and_loses_no_acknowledged_writ
     )
     .await?;
     let first = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let before = identities(&pods::of_redis(&ns, NAME).await?);
+    let before = identities(&pods::of_redis(&ns.api(), NAME).await?);
     let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let writers: Vec<Writer> = (0..2)

@@ -40,13 +40,6 @@ const CONVERGE: Duration = Duration::from_secs(300);
 /// One node fault at a time on the shared nodes.
 static NODES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn failure(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
     let pods: Api<Pod> = ns.api();
     pods.get(name).await.context(format!("reading pod {name}"))
@@ -75,7 +68,7 @@ async fn replication_role(ip: &str) -> Result<(String, String), Error> {
         &["-a", PASSWORD, "--no-auth-warning", "INFO", "replication"],
     )
     .await
-    .map_err(|e| failure(format!("INFO replication on {ip}"), e))?;
+    .map_err(|e| Error::process(format!("INFO replication on {ip}"), e))?;
     let field = |name: &str| {
         info.lines()
             .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
@@ -91,7 +84,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
     let (cluster, ns, _operator) = node::setup(prefix).await?;
     let real = node::require_real_node(&cluster).await?;
     if real.len() < 3 {
-        return Err(failure(
+        return Err(Error::process(
             "losing a node",
             format!(
                 "needs 3 real nodes, the bed has {} (make cluster-up with REAL_NODES unset or 3)",
@@ -124,7 +117,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
     let old = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
     // One pod per node: the default spread.
-    let pods = pods::of_redis(&ns, NAME).await?;
+    let pods = pods::of_redis(&ns.api(), NAME).await?;
     let nodes: BTreeSet<&str> = pods.iter().filter_map(node::node_of).collect();
     assert_eq!(
         nodes.len(),
@@ -159,7 +152,7 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
     if fault == NodeFault::Stop {
         // The stopped node's pod is replaced elsewhere, before the node comes back.
         conditions::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&old)).await?;
-        let pods = pods::of_redis(&ns, NAME).await?;
+        let pods = pods::of_redis(&ns.api(), NAME).await?;
         assert!(
             pods.iter()
                 .all(|p| node::node_of(p) != Some(lost_node.as_str())),
@@ -277,7 +270,7 @@ async fn wait_placed(
         &format!("{name}: {count} Ready pods on {node_name}"),
         CONVERGE,
         || async {
-            let pods = pods::of_redis(ns, name).await?;
+            let pods = pods::of_redis(&ns.api(), name).await?;
             let live: Vec<Pod> = pods
                 .iter()
                 .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -311,7 +304,7 @@ async fn placement_puts_the_pods_where_the_spec_says_and_moves_them_when_it_chan
     let real = node::require_real_node(&cluster).await?;
     let names: Vec<String> = real.iter().map(ResourceExt::name_any).collect();
     let [.., first, second] = names.as_slice() else {
-        return Err(failure(
+        return Err(Error::process(
             "placement",
             format!("needs 2 real nodes to move pods between, the bed has {names:?}"),
         ));
@@ -327,7 +320,7 @@ async fn placement_puts_the_pods_where_the_spec_says_and_moves_them_when_it_chan
         "value": 1000,
         "description": "e2e placement test",
     }))
-    .map_err(|e| failure("the PriorityClass", e.to_string()))?;
+    .map_err(|e| Error::process("the PriorityClass", e.to_string()))?;
     priorities
         .create(&PostParams::default(), &class)
         .await

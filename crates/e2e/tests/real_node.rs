@@ -48,7 +48,7 @@ async fn wait_serving(
         &format!("{name}: {replicas} pods of {image} Ready on the real nodes"),
         CONVERGE,
         || async {
-            let pods = pods::of_redis(ns, name).await?;
+            let pods = pods::of_redis(&ns.api(), name).await?;
             let status = redis
                 .get(name)
                 .await
@@ -146,7 +146,7 @@ async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Err
         "typo's pods in ImagePullBackOff and the status saying so",
         CONVERGE,
         || async {
-            let pods = pods::of_redis(&ns, "typo").await?;
+            let pods = pods::of_redis(&ns.api(), "typo").await?;
             let backing_off = pods
                 .iter()
                 .filter(|p| {
@@ -214,7 +214,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
     wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
 
     for (signal, what) in [("KILL", "killed"), ("STOP", "hung")] {
-        let pods = pods::of_redis(&ns, "live").await?;
+        let pods = pods::of_redis(&ns.api(), "live").await?;
         let victim = pods
             .iter()
             .find(|p| p.name_any() == "live-0")
@@ -235,7 +235,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
             &format!("live-0 ({what}) to be restarted and the status to count it out"),
             CONVERGE,
             || async {
-                let pods = pods::of_redis(&ns, "live").await?;
+                let pods = pods::of_redis(&ns.api(), "live").await?;
                 let status = redis
                     .get("live")
                     .await

@@ -12,13 +12,6 @@ use controller::redis_server::{Login, Server, switchover};
 use e2e::operator::free_port;
 use e2e::{Error, wait_for};
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 /// A redis-server on 127.0.0.1, killed when dropped.
 struct RedisServer {
     port: u16,
@@ -38,7 +31,7 @@ impl RedisServer {
             command.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
         }
         let child = command.spawn().map_err(|e| {
-            process_error(
+            Error::process(
                 "starting redis-server (hack/cluster/node/packages.sh installs it)",
                 e.to_string(),
             )
@@ -58,11 +51,11 @@ impl RedisServer {
 
     async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, Error> {
         let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .map_err(|e| process_error("redis client", e.to_string()))?;
+            .map_err(|e| Error::process("redis client", e.to_string()))?;
         client
             .get_multiplexed_async_connection()
             .await
-            .map_err(|e| process_error(format!("connecting to :{}", self.port), e.to_string()))
+            .map_err(|e| Error::process(format!("connecting to :{}", self.port), e.to_string()))
     }
 
     /// Waits until it answers and, as a replica, is linked.
@@ -152,17 +145,17 @@ async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_
     };
     switchover(a.server("a"), b.server("b"), slow_label_move)
         .await
-        .map_err(|e| process_error("the switchover", e.to_string()))?;
+        .map_err(|e| Error::process("the switchover", e.to_string()))?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     let acked = writer
         .await
-        .map_err(|e| process_error("the writer", e.to_string()))?;
+        .map_err(|e| Error::process("the writer", e.to_string()))?;
     // The next pass repoints the third server to the new primary.
     c.server("c")
         .follow("127.0.0.1", b.port)
         .await
-        .map_err(|e| process_error("repointing c", e.to_string()))?;
+        .map_err(|e| Error::process("repointing c", e.to_string()))?;
 
     assert!(
         acked.len() > 10,
@@ -202,14 +195,14 @@ async fn a_server_promoted_then_cut_off_still_counts_as_holding_its_data() -> Re
             .arg(n)
             .query_async(&mut con)
             .await
-            .map_err(|e| process_error("SET", e.to_string()))?;
+            .map_err(|e| Error::process("SET", e.to_string()))?;
     }
     let acked: i64 = redis::cmd("WAIT")
         .arg(1)
         .arg(5000)
         .query_async(&mut con)
         .await
-        .map_err(|e| process_error("WAIT", e.to_string()))?;
+        .map_err(|e| Error::process("WAIT", e.to_string()))?;
     assert_eq!(acked, 1, "the replica has every write");
     drop(primary);
 
@@ -217,15 +210,15 @@ async fn a_server_promoted_then_cut_off_still_counts_as_holding_its_data() -> Re
     server
         .promote()
         .await
-        .map_err(|e| process_error("promote", e.to_string()))?;
+        .map_err(|e| Error::process("promote", e.to_string()))?;
     server
         .fence()
         .await
-        .map_err(|e| process_error("fence", e.to_string()))?;
+        .map_err(|e| Error::process("fence", e.to_string()))?;
     let observed = server
         .observe()
         .await
-        .map_err(|e| process_error("observe", e.to_string()))?;
+        .map_err(|e| Error::process("observe", e.to_string()))?;
     assert_eq!(observed.keys, 100);
     match observed.role {
         RedisRole::Replica { linked, offset, .. } => {

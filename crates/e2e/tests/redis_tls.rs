@@ -16,10 +16,6 @@ use e2e::{Error, wait_for};
 
 const NAME: &str = "cache.apps.svc";
 
-fn process_error(what: impl Into<String>, reason: impl ToString) -> Error {
-    Error::process(what, reason)
-}
-
 /// Writes ca.crt, tls.crt and tls.key into `dir` (each replaced whole, as the kubelet's atomic
 /// writer does).
 fn write_files(dir: &Path, ca: &TestCa, issued: &Issued) -> Result<(), Error> {
@@ -29,9 +25,9 @@ fn write_files(dir: &Path, ca: &TestCa, issued: &Issued) -> Result<(), Error> {
         ("tls.key", issued.key.clone()),
     ] {
         let staged = dir.join(format!(".{file}.new"));
-        std::fs::write(&staged, text).map_err(|e| process_error(format!("writing {file}"), e))?;
+        std::fs::write(&staged, text).map_err(|e| Error::process(format!("writing {file}"), e))?;
         std::fs::rename(&staged, dir.join(file))
-            .map_err(|e| process_error(format!("replacing {file}"), e))?;
+            .map_err(|e| Error::process(format!("replacing {file}"), e))?;
     }
     Ok(())
 }
@@ -43,8 +39,8 @@ fn client(ca: &TestCa, issued: &Issued, name: &str) -> Result<TlsClient, Error> 
         .into_iter()
         .map(|(k, v)| (k, v.0))
         .collect();
-    let material = material::parse(&data).map_err(|e| process_error("the Secret", e))?;
-    client_config(&material, &[], name).map_err(|e| process_error("the client", e))
+    let material = material::parse(&data).map_err(|e| Error::process("the Secret", e))?;
+    client_config(&material, &[], name).map_err(|e| Error::process("the client", e))
 }
 
 fn leaf(issued: &Issued) -> Result<Vec<u8>, Error> {
@@ -55,7 +51,7 @@ fn leaf(issued: &Issued) -> Result<Vec<u8>, Error> {
     ]
     .into_iter()
     .collect();
-    let material = material::parse(&data).map_err(|e| process_error("a certificate", e))?;
+    let material = material::parse(&data).map_err(|e| Error::process("a certificate", e))?;
     Ok(material
         .leaf()
         .map(|c| c.as_ref().to_vec())
@@ -83,7 +79,7 @@ impl TlsRedis {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| {
-                process_error(
+                Error::process(
                     "starting redis-server (hack/cluster/node/packages.sh installs it)",
                     e,
                 )
@@ -113,7 +109,7 @@ async fn served(server: &Server<'_>) -> Result<Vec<u8>, Error> {
     let cert = server
         .served_certificate()
         .await
-        .map_err(|e| process_error("the served certificate", e))?;
+        .map_err(|e| Error::process("the served certificate", e))?;
     Ok(cert.map(|c| c.as_ref().to_vec()).unwrap_or_default())
 }
 
@@ -123,7 +119,7 @@ async fn served(server: &Server<'_>) -> Result<Vec<u8>, Error> {
 #[tokio::test]
 async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_nothing()
 -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| process_error("a directory", e))?;
+    let dir = tempfile::tempdir().map_err(|e| Error::process("a directory", e))?;
     let ca = TestCa::new("redis test CA")?;
     let first = ca.issue(&[NAME.to_owned()])?;
     write_files(dir.path(), &ca, &first)?;
@@ -146,7 +142,7 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
     server
         .reload_tls()
         .await
-        .map_err(|e| process_error("the reload", e))?;
+        .map_err(|e| Error::process("the reload", e))?;
     assert_eq!(served(&server).await?, leaf(&renewed)?);
 
     // A key that is not the certificate's: redis-server refuses the reload.
@@ -162,7 +158,7 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
     server
         .observe()
         .await
-        .map_err(|e| process_error("reading it after the refused reload", e))?;
+        .map_err(|e| Error::process("reading it after the refused reload", e))?;
     Ok(())
 }
 
@@ -170,7 +166,7 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
 /// gets no connection; without TLS it gets none either.
 #[tokio::test]
 async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| process_error("a directory", e))?;
+    let dir = tempfile::tempdir().map_err(|e| Error::process("a directory", e))?;
     let ca = TestCa::new("redis test CA")?;
     let issued = ca.issue(&[NAME.to_owned()])?;
     write_files(dir.path(), &ca, &issued)?;

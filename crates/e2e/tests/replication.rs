@@ -41,13 +41,6 @@ async fn create(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Err
     Ok(())
 }
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
     conditions::service_ip(ns, name, CONVERGE).await
 }
@@ -60,7 +53,7 @@ async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
 async fn cli(host: &str, args: &[&str]) -> Result<String, Error> {
     node::redis_cli(host, PORT, args)
         .await
-        .map_err(|reason| process_error(format!("redis-cli -h {host}"), reason))
+        .map_err(|reason| Error::process(format!("redis-cli -h {host}"), reason))
 }
 
 /// Waits until the Service at `ip` reaches a redis-server of `role` (`master`, `slave`), three
@@ -170,7 +163,7 @@ impl Writer {
         self.stop.store(true, Ordering::Relaxed);
         self.task
             .await
-            .map_err(|e| process_error("the writer task", e.to_string()))
+            .map_err(|e| Error::process("the writer task", e.to_string()))
     }
 }
 
@@ -182,11 +175,11 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
         acked.len()
     );
     let client = redis::Client::open(format!("redis://{host}:{PORT}/"))
-        .map_err(|e| process_error("redis client", e.to_string()))?;
+        .map_err(|e| Error::process("redis client", e.to_string()))?;
     let mut con = client
         .get_multiplexed_async_connection()
         .await
-        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
+        .map_err(|e| Error::process(format!("connecting to {host}"), e.to_string()))?;
     let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
     let lost = history::missing_writes(&mut con, &written).await?;
     assert!(
@@ -204,22 +197,11 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
 /// writes.
 #[tokio::test]
 async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
-    let (cluster, ns, _operator) = node::setup("repl-three").await?;
+    let (_cluster, ns, _operator) = node::setup("repl-three").await?;
     create(&ns, "cache", 3).await?;
     let primary = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
-    let events = e2e::operator::run_kubectl(
-        &cluster,
-        &[
-            "get",
-            "events",
-            "-n",
-            ns.name(),
-            "-o",
-            "jsonpath={.items[*].reason}",
-        ],
-    )
-    .map_err(|e| process_error("kubectl get events", e))?;
+    let events = ns.event_reasons(None).await?.join(" ");
     for reason in ["PrimaryElected", "ReplicaRepointed"] {
         assert!(events.contains(reason), "no {reason} Event: {events}");
     }
@@ -294,10 +276,10 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
     let victim = pod(&ns, &old).await?;
     let pid = node::container_pid(&victim, "redis")
         .await
-        .map_err(|reason| process_error(format!("finding {old}'s redis-server"), reason))?;
+        .map_err(|reason| Error::process(format!("finding {old}'s redis-server"), reason))?;
     node::signal(pid, "KILL")
         .await
-        .map_err(|reason| process_error(format!("killing {old}'s redis-server"), reason))?;
+        .map_err(|reason| Error::process(format!("killing {old}'s redis-server"), reason))?;
     let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (acked, failed) = writer.stop().await?;
@@ -321,7 +303,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
 /// cache-0 (a switchover: writes paused until the heir has caught up) before it goes.
 #[tokio::test]
 async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), Error> {
-    let (cluster, ns, _operator) = node::setup("repl-scale").await?;
+    let (_cluster, ns, _operator) = node::setup("repl-scale").await?;
     create(&ns, "cache", 3).await?;
     conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let redis: Api<Redis> = ns.api();
@@ -361,18 +343,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["GET", "kept"]).await?, "yes");
     if primary != "cache-0" {
-        let events = e2e::operator::run_kubectl(
-            &cluster,
-            &[
-                "get",
-                "events",
-                "-n",
-                ns.name(),
-                "-o",
-                "jsonpath={.items[*].reason}",
-            ],
-        )
-        .map_err(|e| process_error("kubectl get events", e))?;
+        let events = ns.event_reasons(None).await?.join(" ");
         assert!(events.contains("PrimarySwitchedOver"), "{events}");
     }
     Ok(())
@@ -397,7 +368,7 @@ async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
             controller
                 .metric(name)
                 .await
-                .map_err(|reason| process_error("reading metrics", reason))
+                .map_err(|reason| Error::process("reading metrics", reason))
         }
     };
     let mut before = Vec::new();

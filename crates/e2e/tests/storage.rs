@@ -46,7 +46,7 @@ async fn serving(ns: &TestNamespace, name: &str, replicas: usize) -> Result<Vec<
         &format!("{name}: {replicas} Ready pods on their claims"),
         CONVERGE,
         || async {
-            let mut pods = pods::of_redis(ns, name).await?;
+            let mut pods = pods::of_redis(&ns.api(), name).await?;
             pods.sort_by_key(|p| p.name_any());
             let on_claims = pods.iter().all(|p| {
                 let claim = p
@@ -400,7 +400,7 @@ async fn restart_after_failover(
     flight.note(format!("the primary moved from {first} to {moved}"));
 
     // Every pod at once.
-    let before: Vec<String> = pods::of_redis(ns, name)
+    let before: Vec<String> = pods::of_redis(&ns.api(), name)
         .await?
         .iter()
         .map(ResourceExt::uid)
@@ -415,7 +415,7 @@ async fn restart_after_failover(
     .await
     .context("deleting every pod")?;
     wait_for("every pod replaced", CONVERGE, || async {
-        let now = pods::of_redis(ns, name).await?;
+        let now = pods::of_redis(&ns.api(), name).await?;
         let replaced = now.len() == 3
             && now
                 .iter()

@@ -157,7 +157,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     assert_eq!(got, "v1");
 
     // The renewal: the Secret's new certificate is served by every pod, none restarted.
-    let before: BTreeMap<String, i32> = pods::of_redis(&ns, NAME)
+    let before: BTreeMap<String, i32> = pods::of_redis(&ns.api(), NAME)
         .await?
         .iter()
         .map(|p| (p.name_any(), pods::restarts(p)))
@@ -175,7 +175,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
         "every pod to serve the renewed certificate",
         CONVERGE,
         || async {
-            let pods = pods::of_redis(&ns, NAME).await?;
+            let pods = pods::of_redis(&ns.api(), NAME).await?;
             let mut behind = Vec::new();
             for pod in &pods {
                 let server = Server {
@@ -201,7 +201,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
         },
     )
     .await?;
-    let after: BTreeMap<String, i32> = pods::of_redis(&ns, NAME)
+    let after: BTreeMap<String, i32> = pods::of_redis(&ns.api(), NAME)
         .await?
         .iter()
         .map(|p| (p.name_any(), pods::restarts(p)))
