@@ -5,13 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use controller::redis_server::{Login, Server, TlsClient};
+use controller::redis_server::{Server, TlsClient};
 use controller::tls::{client_config, material};
 use e2e::certs::{Issued, TestCa};
-use e2e::operator::free_port;
+use e2e::local_redis::LocalRedis;
 use e2e::{Error, wait_for};
 
 const NAME: &str = "cache.apps.svc";
@@ -58,50 +57,20 @@ fn leaf(issued: &Issued) -> Result<Vec<u8>, Error> {
         .unwrap_or_default())
 }
 
-/// A redis-server serving TLS only, from the files in `dir`; killed when dropped.
-struct TlsRedis {
-    port: u16,
-    child: Child,
+/// A redis-server serving TLS only, from the files in `dir`, without persistence; not waited
+/// for.
+fn start(dir: &Path, auth_clients: &str) -> Result<LocalRedis, Error> {
+    LocalRedis::builder()
+        .no_persistence()
+        .tls(dir, auth_clients)
+        .spawn()
 }
 
-impl TlsRedis {
-    fn start(dir: &Path, auth_clients: &str) -> Result<Self, Error> {
-        let port = free_port()?;
-        let file = |name: &str| dir.join(name).display().to_string();
-        let child = Command::new("redis-server")
-            .args(["--port", "0", "--tls-port", &port.to_string()])
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--tls-cert-file", &file("tls.crt")])
-            .args(["--tls-key-file", &file("tls.key")])
-            .args(["--tls-ca-cert-file", &file("ca.crt")])
-            .args(["--tls-auth-clients", auth_clients])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                Error::process(
-                    "starting redis-server (hack/cluster/node/packages.sh installs it)",
-                    e,
-                )
-            })?;
-        Ok(TlsRedis { port, child })
-    }
-
-    fn server<'a>(&self, tls: &'a TlsClient) -> Server<'a> {
-        Server {
-            pod: "cache-0",
-            ip: "127.0.0.1",
-            port: self.port,
-            login: Login::default(),
-            tls: Some(tls),
-        }
-    }
-}
-
-impl Drop for TlsRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// The controller's client for `redis` over TLS with `tls`.
+fn over_tls<'a>(redis: &LocalRedis, tls: &'a TlsClient) -> Server<'a> {
+    Server {
+        tls: Some(tls),
+        ..redis.server("cache-0")
     }
 }
 
@@ -123,9 +92,9 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
     let ca = TestCa::new("redis test CA")?;
     let first = ca.issue(&[NAME.to_owned()])?;
     write_files(dir.path(), &ca, &first)?;
-    let redis = TlsRedis::start(dir.path(), "yes")?;
+    let redis = start(dir.path(), "yes")?;
     let tls = client(&ca, &first, NAME)?;
-    let server = redis.server(&tls);
+    let server = over_tls(&redis, &tls);
     wait_for("redis-server over TLS", Duration::from_secs(30), || async {
         server.observe().await.map_err(|e| e.to_string())
     })
@@ -170,11 +139,10 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     let ca = TestCa::new("redis test CA")?;
     let issued = ca.issue(&[NAME.to_owned()])?;
     write_files(dir.path(), &ca, &issued)?;
-    let redis = TlsRedis::start(dir.path(), "no")?;
+    let redis = start(dir.path(), "no")?;
     let good = client(&ca, &issued, NAME)?;
     wait_for("redis-server over TLS", Duration::from_secs(30), || async {
-        redis
-            .server(&good)
+        over_tls(&redis, &good)
             .observe()
             .await
             .map_err(|e| e.to_string())
@@ -184,8 +152,7 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     // The operator's own Secret names another Redis: the server's certificate does not.
     let elsewhere = ca.issue(&["other.apps.svc".to_owned()])?;
     let other_name = client(&ca, &elsewhere, "other.apps.svc")?;
-    let error = redis
-        .server(&other_name)
+    let error = over_tls(&redis, &other_name)
         .observe()
         .await
         .expect_err("another name");
@@ -194,11 +161,11 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     let stranger = TestCa::new("another CA")?;
     let foreign = stranger.issue(&[NAME.to_owned()])?;
     let other_ca = client(&stranger, &foreign, NAME)?;
-    assert!(redis.server(&other_ca).observe().await.is_err());
+    assert!(over_tls(&redis, &other_ca).observe().await.is_err());
 
     let plaintext = Server {
         tls: None,
-        ..redis.server(&good)
+        ..over_tls(&redis, &good)
     };
     assert!(plaintext.observe().await.is_err(), "a plaintext connection");
     Ok(())
