@@ -492,25 +492,6 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     );
     eprintln!("chaos: history in {}", recorded.display());
     outcome?;
-    assert!(
-        history.acks.len() > 20,
-        "too few writes acknowledged to judge: {}",
-        history.acks.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged writes lost (seed {seed}): {:?}",
-        lost.len(),
-        &lost[..lost.len().min(20)]
-    );
-    assert!(
-        overlaps.is_empty(),
-        "two primaries acknowledged writes at once (seed {seed}): {:?}",
-        overlaps
-            .iter()
-            .take(5)
-            .map(|(a, b)| format!("{} by {} / {} by {}", a.key, a.server, b.key, b.server))
-            .collect::<Vec<_>>()
-    );
+    history.assert_safe(&lost, &overlaps, &format!(" (seed {seed})"));
     Ok(())
 }

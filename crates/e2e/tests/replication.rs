@@ -3,14 +3,13 @@
 //! is killed (a writer that waits for one replica per write loses nothing it was told was
 //! written), and scaling that never deletes the primary.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::{Mode, Redis, RedisSpec, ReplicationSpec};
+use e2e::history::{self, History, Target, Writer};
 use e2e::node::{self, REDIS_IMAGE};
-use e2e::{conditions, history, pods};
+use e2e::{conditions, pods};
 
 use e2e::{Context, Error, TestNamespace, wait_for};
 use k8s_openapi::api::core::v1::Pod;
@@ -77,111 +76,53 @@ async fn wait_routed(ip: &str, role: &str) -> Result<(), Error> {
     .await
 }
 
-/// After a failover to `primary`: no acknowledged write is lost on it, and the `<name>` Service
-/// (`service`) follows it there, the last acknowledged write included.
+/// After a failover to `primary`: no acknowledged write of `history` is lost on it, and the
+/// `<name>` Service (`service`) follows it there, the last acknowledged write included.
 async fn assert_failed_over_without_loss(
     ns: &TestNamespace,
     primary: &str,
     service: &str,
-    acked: &BTreeSet<u64>,
+    history: &History,
 ) -> Result<(), Error> {
     let promoted = pod(ns, primary).await?;
     let ip = pods::ip(&promoted).unwrap_or_default();
-    assert_no_acknowledged_write_lost(ip, acked).await?;
+    assert_no_acknowledged_write_lost(ip, history).await?;
     wait_routed(service, "master").await?;
-    if let Some(last) = acked.last() {
-        let key = format!("k{last}");
+    if let Some(last) = history.acks.iter().max_by_key(|a| a.value) {
+        let key = &last.key;
         assert_eq!(
-            cli(service, &["GET", &key]).await?,
-            last.to_string(),
+            cli(service, &["GET", key]).await?,
+            last.value.to_string(),
             "{key}"
         );
     }
     Ok(())
 }
 
-/// Writes `k<n>` through `host` in a loop, each write followed by `WAIT 1`: a write counts as
-/// acknowledged only when a replica has it too. Reconnects after any error (failover).
-struct Writer {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<(BTreeSet<u64>, u64)>,
+/// One writer (`history::Writer`) through `host`: each write followed by `WAIT 1`, so a write
+/// counts as acknowledged only when a replica has it too; it reconnects after any error
+/// (failover). Stopped by [`stop_writing`].
+fn start_writing(host: String) -> (Writer, Arc<Mutex<History>>) {
+    let history = Arc::new(Mutex::new(History::default()));
+    let writer = Writer::start(0, host, PORT, None, history.clone());
+    (writer, history)
 }
 
-impl Writer {
-    fn start(host: String) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut acked = BTreeSet::new();
-            let mut failed = 0u64;
-            let mut n = 0u64;
-            let client = redis::Client::open(format!("redis://{host}:{PORT}/"));
-            let Ok(client) = client else {
-                return (acked, failed);
-            };
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(Duration::from_secs(1)))
-                .set_response_timeout(Some(Duration::from_secs(2)));
-            let mut connection = None;
-            while !flag.load(Ordering::Relaxed) {
-                if connection.is_none() {
-                    connection = client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await
-                        .ok();
-                }
-                let Some(con) = connection.as_mut() else {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                };
-                n += 1;
-                let key = format!("k{n}");
-                let written: redis::RedisResult<()> =
-                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
-                let replicas: redis::RedisResult<i64> = match written {
-                    Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
-                    Err(e) => Err(e),
-                };
-                match replicas {
-                    Ok(r) if r >= 1 => {
-                        acked.insert(n);
-                    }
-                    Ok(_) => failed += 1,
-                    Err(_) => {
-                        failed += 1;
-                        connection = None;
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            }
-            (acked, failed)
-        });
-        Writer { stop, task }
-    }
-
-    async fn stop(self) -> Result<(BTreeSet<u64>, u64), Error> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.task
-            .await
-            .map_err(|e| Error::process("the writer task", e.to_string()))
-    }
+/// Stops the writer: what it recorded.
+async fn stop_writing(writer: Writer, history: &Mutex<History>) -> History {
+    writer.stop().await;
+    History::take(history)
 }
 
 /// Every acknowledged key is on `host` with its value.
-async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) -> Result<(), Error> {
+async fn assert_no_acknowledged_write_lost(host: &str, history: &History) -> Result<(), Error> {
+    let acked = &history.acks;
     assert!(
         acked.len() > 10,
         "the writer got too few writes acknowledged: {}",
         acked.len()
     );
-    let client = redis::Client::open(format!("redis://{host}:{PORT}/"))
-        .map_err(|e| Error::process("redis client", e.to_string()))?;
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| Error::process(format!("connecting to {host}"), e.to_string()))?;
-    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
-    let lost = history::missing_writes(&mut con, &written).await?;
+    let lost = history::lost_on_target(host, &Target::plain(PORT, None), acked).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",
@@ -240,7 +181,7 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
     create(&ns, "cache", 3).await?;
     let old = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
-    let writer = Writer::start(service.clone());
+    let (writer, history) = start_writing(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     let pods: Api<Pod> = ns.api();
@@ -249,12 +190,13 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
         .context(format!("deleting the primary {old}"))?;
     let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (acked, failed) = writer.stop().await?;
+    let history = stop_writing(writer, &history).await;
     eprintln!(
-        "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
-        acked.len()
+        "failover {old} -> {new}: {} writes acknowledged, {} refused or failed",
+        history.acks.len(),
+        history.unacknowledged
     );
-    assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
+    assert_failed_over_without_loss(&ns, &new, &service, &history).await?;
     let back = pod(&ns, &old).await?;
     let role = cli(pods::ip(&back).unwrap_or_default(), &["ROLE"]).await?;
     assert!(role.starts_with("slave"), "{old} came back as {role}");
@@ -270,7 +212,7 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
     create(&ns, "cache", 3).await?;
     let old = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
-    let writer = Writer::start(service.clone());
+    let (writer, history) = start_writing(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     let victim = pod(&ns, &old).await?;
@@ -282,12 +224,13 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
         .map_err(|reason| Error::process(format!("killing {old}'s redis-server"), reason))?;
     let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (acked, failed) = writer.stop().await?;
+    let history = stop_writing(writer, &history).await;
     eprintln!(
-        "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
-        acked.len()
+        "failover {old} -> {new}: {} writes acknowledged, {} refused or failed",
+        history.acks.len(),
+        history.unacknowledged
     );
-    assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
+    assert_failed_over_without_loss(&ns, &new, &service, &history).await?;
     let same = pod(&ns, &old).await?;
     assert_eq!(same.uid(), victim.uid(), "the pod itself stayed");
     assert!(
