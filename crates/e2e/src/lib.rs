@@ -26,6 +26,7 @@ mod namespace;
 pub mod node;
 pub mod operator;
 pub mod pods;
+pub mod replicated;
 pub mod s3;
 pub mod secrets;
 mod wait;

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use api::{AuthSpec, Redis, RedisSpec, SecretKeyRef};
 use e2e::node::{self, REDIS_IMAGE};
+use e2e::replicated::Replicated;
 use e2e::{conditions, pods, secrets};
 
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
@@ -63,28 +64,10 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
     let (_cluster, ns, _operator) = node::setup("auth-rotate").await?;
     secrets::create_password_secret(&ns, SECRET, FIRST).await?;
     let secrets: Api<Secret> = ns.api();
-    let spec = RedisSpec {
-        replicas: Some(3),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some("5s".into()),
-            ..ReplicationSpec::default()
-        }),
-        auth: Some(AuthSpec {
-            secret_ref: SecretKeyRef {
-                name: SECRET.into(),
-                key: None,
-            },
-        }),
-        ..RedisSpec::default()
-    };
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &Redis::new(NAME, spec))
-        .await
-        .context("creating the Redis")?;
-    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = Replicated::new(NAME, 3, "5s")
+        .auth(SECRET)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
 
     // The pod spec names the Secret; the password is nowhere in it, nor in the command line the
     // runtime was given (redis-server reads it on stdin).

@@ -24,16 +24,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use api::SecretKeyRef;
 use e2e::certs::{TestCa, redis_dns_names};
 use e2e::history::{History, Target, Writer, lost_on_target, overlapping};
-use e2e::node::{self, NodeFault, REDIS_IMAGE};
+use e2e::node::{self, NodeFault};
 use e2e::operator::Controller;
+use e2e::replicated::Replicated;
 use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
 use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -327,27 +328,10 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         ca.secret_data(&issued),
     )
     .await?;
-    let spec = RedisSpec {
-        replicas: Some(3),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some(format!("{}s", FAILOVER_AFTER.as_secs())),
-            ..ReplicationSpec::default()
-        }),
-        auth: Some(AuthSpec {
-            secret_ref: SecretKeyRef {
-                name: "chaos-auth".into(),
-                key: None,
-            },
-        }),
-        tls: Some(api::TlsSpec {
-            secret_ref: api::TlsSecretRef {
-                name: "chaos-tls".into(),
-            },
-            ..api::TlsSpec::default()
-        }),
-        acl: Some(api::AclSpec {
+    let mut primary = Replicated::new(NAME, 3, format!("{}s", FAILOVER_AFTER.as_secs()))
+        .auth("chaos-auth")
+        .tls("chaos-tls")
+        .acl(api::AclSpec {
             default_user: Some(api::DefaultUser::Disabled),
             users: vec![api::AclUser {
                 name: WRITER.into(),
@@ -357,15 +341,9 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
                     key: None,
                 },
             }],
-        }),
-        ..RedisSpec::default()
-    };
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &Redis::new(NAME, spec))
-        .await
-        .context("creating the Redis")?;
-    let mut primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+        })
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let origin = std::time::Instant::now();

@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use api::{Redis, RedisSpec};
 use e2e::history::{History, Writer, lost_on, overlapping};
 use e2e::node::{self, NodeFault, REDIS_IMAGE};
+use e2e::replicated::Replicated;
 use e2e::{Context, Error, TestNamespace};
 use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Toleration};
@@ -93,28 +94,10 @@ async fn primary_node_lost(fault: NodeFault, prefix: &str) -> Result<(), Error> 
         ));
     }
     secrets::create_password_secret(&ns, "node-loss-auth", PASSWORD).await?;
-    let spec = RedisSpec {
-        replicas: Some(3),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some(format!("{}s", FAILOVER_AFTER.as_secs())),
-            ..ReplicationSpec::default()
-        }),
-        auth: Some(AuthSpec {
-            secret_ref: SecretKeyRef {
-                name: "node-loss-auth".into(),
-                key: None,
-            },
-        }),
-        ..RedisSpec::default()
-    };
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &Redis::new(NAME, spec))
-        .await
-        .context("creating the Redis")?;
-    let old = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let old = Replicated::new(NAME, 3, format!("{}s", FAILOVER_AFTER.as_secs()))
+        .auth("node-loss-auth")
+        .create_replicating(&ns, CONVERGE)
+        .await?;
 
     // One pod per node: the default spread.
     let pods = pods::of_redis(&ns.api(), NAME).await?;

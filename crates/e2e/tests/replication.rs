@@ -6,39 +6,21 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::{Mode, Redis, RedisSpec, ReplicationSpec};
+use api::Redis;
 use e2e::history::{self, History, Target, Writer};
-use e2e::node::{self, REDIS_IMAGE};
+use e2e::node::{self};
+use e2e::replicated::Replicated;
 use e2e::{conditions, pods};
 
 use e2e::{Context, Error, TestNamespace, wait_for};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 const CONVERGE: Duration = Duration::from_secs(120);
 const PORT: u16 = 6379;
 const FAILOVER_AFTER: &str = "5s";
-
-async fn create(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Error> {
-    let redis: Api<Redis> = ns.api();
-    let spec = RedisSpec {
-        replicas: Some(replicas),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some(FAILOVER_AFTER.into()),
-            ..ReplicationSpec::default()
-        }),
-        ..RedisSpec::default()
-    };
-    redis
-        .create(&PostParams::default(), &Redis::new(name, spec))
-        .await
-        .context(format!("creating {name}"))?;
-    Ok(())
-}
 
 async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
     conditions::service_ip(ns, name, CONVERGE).await
@@ -139,8 +121,9 @@ async fn assert_no_acknowledged_write_lost(host: &str, history: &History) -> Res
 #[tokio::test]
 async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("repl-three").await?;
-    create(&ns, "cache", 3).await?;
-    let primary = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let primary = Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
     let events = ns.event_reasons(None).await?.join(" ");
     for reason in ["PrimaryElected", "ReplicaRepointed"] {
@@ -178,8 +161,9 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
 async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() -> Result<(), Error>
 {
     let (_cluster, ns, _operator) = node::setup("repl-pod").await?;
-    create(&ns, "cache", 3).await?;
-    let old = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let old = Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let service = service_ip(&ns, "cache").await?;
     let (writer, history) = start_writing(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -209,8 +193,9 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
 async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknowledged_writes()
 -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("repl-process").await?;
-    create(&ns, "cache", 3).await?;
-    let old = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let old = Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let service = service_ip(&ns, "cache").await?;
     let (writer, history) = start_writing(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -247,8 +232,9 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
 #[tokio::test]
 async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("repl-scale").await?;
-    create(&ns, "cache", 3).await?;
-    conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
     let scale = |n: i32| {
@@ -297,8 +283,9 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
 #[tokio::test]
 async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
     let (_cluster, ns, operator) = node::setup("repl-rest").await?;
-    create(&ns, "cache", 3).await?;
-    conditions::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let counters = [
         "redis_controller_status_writes_total",

@@ -18,17 +18,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use api::{Mode, Redis, RedisSpec, ReplicationSpec};
 use clap::{Parser, ValueEnum};
 use controller::redis_server::TlsClient;
 use e2e::bench::{ProfileArg, load_average, progress, secs};
 use e2e::certs::{TestCa, redis_dns_names};
-use e2e::node::{self, NodeFault, REDIS_IMAGE};
+use e2e::node::{self, NodeFault};
 use e2e::operator::Operator;
+use e2e::replicated::Replicated;
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use redis::aio::MultiplexedConnection;
 
 /// The Redis object of the operator part.
@@ -634,7 +634,6 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
         .await?;
     progress(format!("starting the operator for namespace {}", ns.name()));
     let operator = Operator::start(&cluster, &ns).await?;
-    let redis: Api<Redis> = ns.api();
     // --tls: a CA of the benchmark's own, its certificate in the Secret spec.tls names.
     let tls = match args.tls {
         false => None,
@@ -651,27 +650,11 @@ async fn operator_part(args: &Args, kill: Kill) -> Result<Part, Error> {
             Some(ca.client(&issued, NAME, ns.name())?)
         }
     };
-    let spec = RedisSpec {
-        replicas: Some(3),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some(args.failover_after.clone()),
-            ..ReplicationSpec::default()
-        }),
-        tls: tls.as_ref().map(|_| api::TlsSpec {
-            secret_ref: api::TlsSecretRef {
-                name: "bench-tls".into(),
-            },
-            ..api::TlsSpec::default()
-        }),
-        ..RedisSpec::default()
-    };
-    redis
-        .create(&PostParams::default(), &Redis::new(NAME, spec))
-        .await
-        .context(format!("creating Redis {NAME}"))?;
-    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let mut redis = Replicated::new(NAME, 3, args.failover_after.clone());
+    if tls.is_some() {
+        redis = redis.tls("bench-tls");
+    }
+    let primary = redis.create_replicating(&ns, CONVERGE).await?;
     let service = service_ip(&ns).await?;
     let over = if tls.is_some() { ", over TLS" } else { "" };
     let mut part = Part::new(format!(
