@@ -85,19 +85,19 @@ pub(crate) async fn missing(
     keys: &[u64],
 ) -> Result<BTreeSet<u64>, String> {
     let mut con = connect(host, port, tls).await?;
-    let mut missing = BTreeSet::new();
-    for chunk in keys.chunks(1000) {
-        let names: Vec<String> = chunk.iter().map(|n| format!("k{n}")).collect();
-        let values: Vec<Option<u64>> = redis::cmd("MGET")
-            .arg(&names)
-            .query_async(&mut con)
-            .await
-            .map_err(|e| format!("MGET on {host}:{port}: {e}"))?;
-        for (n, value) in chunk.iter().zip(values) {
-            if value != Some(*n) {
-                missing.insert(*n);
-            }
-        }
-    }
-    Ok(missing)
+    let written: Vec<(String, u64)> = keys.iter().map(|n| (key(*n), *n)).collect();
+    let lost = e2e::history::missing_writes(&mut con, &written)
+        .await
+        .map_err(|e| format!("on {host}:{port}: {e}"))?;
+    let lost: BTreeSet<&str> = lost.iter().map(String::as_str).collect();
+    Ok(written
+        .iter()
+        .filter(|(k, _)| lost.contains(k.as_str()))
+        .map(|(_, n)| *n)
+        .collect())
+}
+
+/// The key of write `n`.
+pub(crate) fn key(n: u64) -> String {
+    format!("k{n}")
 }

@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use controller::redis_server::TlsClient;
+use e2e::history::{Ack, History};
 use redis::aio::MultiplexedConnection;
 
-use crate::redis_io::{connect, info_field};
+use crate::redis_io::{connect, info_field, key};
 use crate::{MASTER, OUTAGE_LIMIT, RETRY};
 
 /// Where the writer writes.
@@ -79,17 +80,19 @@ pub(crate) async fn sentinel_master(port: u16) -> Result<(String, u16), String> 
     }
 }
 
-pub(crate) struct Ack {
-    started: Instant,
-    at: Instant,
-    server: Arc<str>,
-}
-
+/// What the writer saw: every acknowledged write (its server a run_id), and when writes were
+/// refused or failed (or WAIT found no replica).
 #[derive(Default)]
 pub(crate) struct Journal {
-    acked: Vec<(u64, Ack)>,
-    /// When writes were refused or failed (or WAIT found no replica).
+    history: History,
     failures: Vec<Instant>,
+}
+
+impl Journal {
+    fn failed(&mut self, at: Instant) {
+        self.history.unacknowledged += 1;
+        self.failures.push(at);
+    }
 }
 
 pub(crate) struct Writer {
@@ -116,37 +119,34 @@ impl Writer {
                 };
                 n += 1;
                 let started = Instant::now();
-                let written: redis::RedisResult<()> = redis::cmd("SET")
-                    .arg(format!("k{n}"))
-                    .arg(n)
-                    .query_async(con)
-                    .await;
+                let key = key(n);
+                let written: redis::RedisResult<()> =
+                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
                 let replicas: redis::RedisResult<i64> = match written {
                     Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
                     Err(e) => Err(e),
                 };
                 let at = Instant::now();
-                let server = server.clone();
+                let server = server.to_string();
                 let broken = {
                     let mut journal = log.lock().unwrap_or_else(PoisonError::into_inner);
                     match replicas {
                         Ok(r) if r >= 1 => {
-                            journal.acked.push((
-                                n,
-                                Ack {
-                                    started,
-                                    at,
-                                    server,
-                                },
-                            ));
+                            journal.history.acks.push(Ack {
+                                key,
+                                value: n,
+                                server,
+                                sent: started,
+                                acked: at,
+                            });
                             false
                         }
                         Ok(_) => {
-                            journal.failures.push(at);
+                            journal.failed(at);
                             false
                         }
                         Err(_) => {
-                            journal.failures.push(at);
+                            journal.failed(at);
                             true
                         }
                     }
@@ -175,12 +175,13 @@ impl Writer {
         while since.elapsed() < OUTAGE_LIMIT {
             let found = self
                 .journal()
-                .acked
+                .history
+                .acks
                 .iter()
                 .rev()
-                .take_while(|(_, a)| a.started >= since)
-                .filter(|(_, a)| &*a.server != not)
-                .map(|(_, a)| a.at)
+                .take_while(|a| a.sent >= since)
+                .filter(|a| a.server != not)
+                .map(|a| a.acked)
                 .min();
             if found.is_some() {
                 return found;
@@ -199,7 +200,12 @@ impl Writer {
     }
 
     pub(crate) fn acked_keys(&self) -> Vec<u64> {
-        self.journal().acked.iter().map(|(n, _)| *n).collect()
+        self.journal()
+            .history
+            .acks
+            .iter()
+            .map(|a| a.value)
+            .collect()
     }
 
     /// Stops it; (acknowledged keys, failed writes).
@@ -208,7 +214,7 @@ impl Writer {
         let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.task).await;
         let journal = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
         (
-            journal.acked.iter().map(|(n, _)| *n).collect(),
+            journal.history.acks.iter().map(|a| a.value).collect(),
             journal.failures.len(),
         )
     }
