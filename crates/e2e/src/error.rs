@@ -74,3 +74,11 @@ impl<T> Context<T> for Result<T, kube::Error> {
         })
     }
 }
+
+/// Inside a [`wait_for`](crate::wait_for) check an error is an observation, retried like any
+/// other "not yet": its message and causes.
+impl From<Error> for String {
+    fn from(error: Error) -> Self {
+        format!("{error:?}")
+    }
+}

@@ -397,7 +397,7 @@ async fn watch_pods(shared: Arc<Shared>, api: Api<Pod>, selector: String) {
 fn seen_pod(shared: &Arc<Shared>, api: &Api<Pod>, pod: &Pod) {
     let name = pod.name_any();
     let uid = pod.uid().unwrap_or_default();
-    let ip = crate::node::pod_ip(pod).map(str::to_owned);
+    let ip = crate::pods::ip(pod).map(str::to_owned);
     let role = pod
         .labels()
         .get(api::pods::ROLE_LABEL)

@@ -40,18 +40,43 @@ impl History {
             self.unacknowledged,
             lost.len()
         );
+        self.assert_enough();
+        assert_none_of(lost, "");
+    }
+
+    /// Fails the test when too few writes were acknowledged to judge (20 or fewer), any of
+    /// `lost` was, or two primaries acknowledged writes at once (`overlaps`, from
+    /// [`overlapping`]). `note` ends the last two messages (e.g. ` (seed 7)`).
+    pub fn assert_safe(&self, lost: &[String], overlaps: &[(Ack, Ack)], note: &str) {
+        self.assert_enough();
+        assert_none_of(lost, note);
+        assert!(
+            overlaps.is_empty(),
+            "two primaries acknowledged writes at once{note}: {:?}",
+            overlaps
+                .iter()
+                .take(5)
+                .map(|(a, b)| format!("{} by {} / {} by {}", a.key, a.server, b.key, b.server))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    fn assert_enough(&self) {
         assert!(
             self.acks.len() > 20,
             "too few writes acknowledged to judge: {}",
             self.acks.len()
         );
-        assert!(
-            lost.is_empty(),
-            "{} acknowledged writes lost: {:?}",
-            lost.len(),
-            &lost[..lost.len().min(20)]
-        );
     }
+}
+
+fn assert_none_of(lost: &[String], note: &str) {
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged writes lost{note}: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(20)]
+    );
 }
 
 /// A writer of unique keys `w<id>-<n>` through `host`, each write followed by `WAIT 1 1000`;
@@ -280,7 +305,29 @@ pub async fn lost_on_target(
         reason: "no connection and login within 1s".to_owned(),
     })?;
     let written: Vec<(String, u64)> = acks.iter().map(|a| (a.key.clone(), a.value)).collect();
-    crate::node::missing_writes(&mut link.con, &written).await
+    missing_writes(&mut link.con, &written).await
+}
+
+/// Of `written` (key, value) pairs, the keys whose value `con` does not hold: writes lost.
+pub async fn missing_writes(
+    con: &mut redis::aio::MultiplexedConnection,
+    written: &[(String, u64)],
+) -> Result<Vec<String>, Error> {
+    let mut missing = Vec::new();
+    for chunk in written.chunks(500) {
+        let keys: Vec<&str> = chunk.iter().map(|(k, _)| k.as_str()).collect();
+        let values: Vec<Option<u64>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(con)
+            .await
+            .map_err(|e| Error::process("MGET", e))?;
+        for ((key, value), held) in chunk.iter().zip(values) {
+            if held != Some(*value) {
+                missing.push(key.clone());
+            }
+        }
+    }
+    Ok(missing)
 }
 
 impl History {

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod cert_manager;
 pub mod certs;
 mod cluster;
+pub mod conditions;
 mod crd;
 mod error;
 pub mod flight;
@@ -25,7 +26,9 @@ mod namespace;
 pub mod node;
 pub mod operator;
 pub mod pods;
+pub mod replicated;
 pub mod s3;
+pub mod secrets;
 mod wait;
 
 pub use cluster::{Cluster, pinned_kubernetes_version, repo_root};

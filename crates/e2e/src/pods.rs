@@ -1,4 +1,5 @@
-//! Pod helpers: a Pod Security "restricted"-compliant pod, readiness, and waiting.
+//! Pod helpers: a Pod Security "restricted"-compliant pod, a Redis's pods, what a pod says
+//! about itself (readiness, IP, restarts), and waiting.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -6,11 +7,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, Pod, PodSecurityContext, PodSpec, SeccompProfile, SecurityContext,
 };
-use kube::api::ObjectMeta;
-use kube::{Api, Resource};
+use kube::api::{ListParams, ObjectMeta};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
-use crate::{Error, seen, wait_for};
+use crate::{Context, Error, seen, wait_for};
 
 /// An image that is never pulled on the test bed (kwok runs no containers), but is real.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -89,6 +90,61 @@ pub fn describe(pod: &Pod) -> String {
         })
         .unwrap_or_default();
     format!("node={node} phase={phase} conditions=[{conditions}]")
+}
+
+/// The pods of Redis `name` (terminating ones too), by name.
+pub async fn of_redis(pods: &Api<Pod>, name: &str) -> Result<Vec<Pod>, Error> {
+    let mut list = pods
+        .list(&ListParams::default().labels(&api::pods::selector_string(name)))
+        .await
+        .context(format!("listing the pods of {name}"))?
+        .items;
+    list.sort_by_key(|p| p.name_any());
+    Ok(list)
+}
+
+/// The pod's IP, once it has one.
+pub fn ip(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref()?.pod_ip.as_deref()
+}
+
+/// How often the pod's first container was restarted.
+pub fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map_or(0, |c| c.restart_count)
+}
+
+/// One line per pod: name, node, phase, readiness, restarts, role label and what its container
+/// waits for, for failure messages.
+pub fn describe_all(pods: &[Pod]) -> String {
+    pods.iter()
+        .map(|p| {
+            let waiting = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|cs| cs.first())
+                .and_then(|c| c.state.as_ref())
+                .and_then(|s| s.waiting.as_ref())
+                .and_then(|w| w.reason.clone())
+                .unwrap_or_default();
+            let role = p
+                .labels()
+                .get(api::pods::ROLE_LABEL)
+                .map(|r| format!(" role={r}"))
+                .unwrap_or_default();
+            format!(
+                "{} {} restarts={}{role} {waiting}",
+                p.name_any(),
+                describe(p),
+                restarts(p)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Waits until pod `name` is scheduled, Running and Ready.

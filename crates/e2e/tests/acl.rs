@@ -10,6 +10,7 @@ use api::Redis;
 use e2e::history::{History, Target, Writer, lost_on_target};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -29,12 +30,13 @@ async fn cli_as(host: &str, user: Option<&str>, password: &str, args: &[&str]) -
     all.extend(["--pass", password]);
     all.extend(args);
     match node::redis_cli(host, PORT, &all).await {
-        Ok(out) | Err(out) => out,
+        Ok(out) => out,
+        Err(e) => e.to_string(),
     }
 }
 
 async fn put_password(ns: &TestNamespace, name: &str, password: &str) -> Result<(), Error> {
-    node::create_password_secret(ns, name, password).await
+    secrets::create_password_secret(ns, name, password).await
 }
 
 /// Waits until every pod of `name` answers `check` as wanted.
@@ -48,10 +50,10 @@ async fn wait_on_every_pod(
     wanted: impl Fn(&str) -> bool,
 ) -> Result<(), Error> {
     wait_for(what, CONVERGE, || async {
-        let pods = node::pods_of(ns, name).await?;
+        let pods = pods::of_redis(&ns.api(), name).await?;
         let mut seen = Vec::new();
         for pod in &pods {
-            let ip = node::pod_ip(pod).unwrap_or_default();
+            let ip = pods::ip(pod).unwrap_or_default();
             let out = cli_as(ip, user, password, args).await;
             if !wanted(&out) {
                 seen.push(format!("{}: {out}", pod.name_any()));
@@ -75,7 +77,7 @@ fn login_refused(out: &str) -> bool {
 
 fn restarts_of(pods: &[Pod]) -> BTreeMap<String, i32> {
     pods.iter()
-        .map(|p| (p.name_any(), node::restarts(p)))
+        .map(|p| (p.name_any(), pods::restarts(p)))
         .collect()
 }
 
@@ -112,8 +114,8 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
     api.create(&PostParams::default(), &redis)
         .await
         .context("creating the Redis")?;
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     // The exporter logs in as the operator's user and reads what it needs.
     let pods: Api<Pod> = ns.api();
     let metrics_url = format!("http://{}:9121/metrics", ip_of(&pods, &primary).await?);
@@ -145,11 +147,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         cli_as(&service, None, DEFAULT_PASSWORD, &["PING"]).await,
         "PONG"
     );
-    let before = restarts_of(
-        &node::pods_of(&ns, NAME)
-            .await
-            .map_err(|e| Error::process("pods", e))?,
-    );
+    let before = restarts_of(&pods::of_redis(&ns.api(), NAME).await?);
 
     // The default user off, live.
     api.patch(
@@ -192,11 +190,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         login_refused,
     )
     .await?;
-    let after = restarts_of(
-        &node::pods_of(&ns, NAME)
-            .await
-            .map_err(|e| Error::process("pods", e))?,
-    );
+    let after = restarts_of(&pods::of_redis(&ns.api(), NAME).await?);
     assert_eq!(before, after, "a change of users restarted a pod");
 
     // A failover with the default user off: the operator (its own user) and the replicas
@@ -215,17 +209,17 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
     pods.delete(&primary, &DeleteParams::default())
         .await
         .context(format!("deleting the primary {primary}"))?;
-    let promoted = node::wait_promoted(&ns, NAME, &primary, CONVERGE).await?;
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&primary)).await?;
+    let promoted = conditions::wait_promoted(&ns, NAME, &primary, CONVERGE).await?;
+    conditions::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&primary)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     for writer in writers {
         writer.stop().await;
     }
-    let now = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let now = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     eprintln!("acl: the primary moved from {primary} to {promoted}; {now} at the end");
     let history = History::take(&history);
     let primary_pod = pods.get(&now).await.context("the primary")?;
-    let ip = node::pod_ip(&primary_pod).unwrap_or_default().to_owned();
+    let ip = pods::ip(&primary_pod).unwrap_or_default().to_owned();
     let lost = lost_on_target(&ip, &writer, &history.acks).await?;
     history.assert_none_lost("acl", &lost);
     // The new pod (made after the users changed) started with them.
@@ -270,7 +264,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
 async fn ip_of(pods: &Api<Pod>, name: &str) -> Result<String, Error> {
     wait_for(&format!("{name} with an IP"), CONVERGE, || async {
         let pod = pods.get(name).await.map_err(seen)?;
-        node::pod_ip(&pod)
+        pods::ip(&pod)
             .map(str::to_owned)
             .ok_or_else(|| "no IP yet".to_owned())
     })
@@ -287,7 +281,7 @@ async fn a_secret_the_redis_does_not_own_is_never_written() -> Result<(), Error>
         "users.conf".to_owned(),
         k8s_openapi::ByteString(b"user default on nopass ~* +@all\n".to_vec()),
     )]);
-    node::put_secret(&ns, "taken-acl", None, foreign.clone()).await?;
+    secrets::put_secret(&ns, "taken-acl", None, foreign.clone()).await?;
     let redis: Redis = serde_json::from_value(json!({
         "apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
         "metadata": {"name": "taken"},

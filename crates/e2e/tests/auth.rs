@@ -5,8 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use api::{AuthSpec, Redis, RedisSpec, SecretKeyRef};
 use e2e::node::{self, REDIS_IMAGE};
+use e2e::replicated::Replicated;
+use e2e::{conditions, pods, secrets};
 
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
@@ -21,13 +23,6 @@ const SECRET: &str = "cache-auth";
 const FIRST: &str = "first-Passw0rd-for-the-bed";
 const SECOND: &str = "second-Passw0rd-after-rotation";
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 /// `redis-cli` with `password` (none: no AUTH at all). redis-cli prints an error reply and exits
 /// 0 when not on a terminal, so the caller reads the text.
 async fn cli(host: &str, password: Option<&str>, args: &[&str]) -> Result<String, Error> {
@@ -38,22 +33,20 @@ async fn cli(host: &str, password: Option<&str>, args: &[&str]) -> Result<String
     all.extend_from_slice(args);
     node::redis_cli(host, PORT, &all)
         .await
-        .map_err(|reason| process_error(format!("redis-cli -h {host} {args:?}"), reason))
+        .map_err(|reason| Error::process(format!("redis-cli -h {host} {args:?}"), reason))
 }
 
 /// Each pod's name, IP, uid and restart count.
 async fn pods(ns: &TestNamespace) -> Result<Vec<(String, String, String, i32)>, Error> {
-    let pods = node::pods_of(ns, NAME)
-        .await
-        .map_err(|reason| process_error("listing the pods", reason))?;
+    let pods = pods::of_redis(&ns.api(), NAME).await?;
     Ok(pods
         .iter()
         .map(|p| {
             (
                 p.name_any(),
-                node::pod_ip(p).unwrap_or_default().to_owned(),
+                pods::ip(p).unwrap_or_default().to_owned(),
                 p.uid().unwrap_or_default(),
-                node::restarts(p),
+                pods::restarts(p),
             )
         })
         .collect())
@@ -69,30 +62,12 @@ fn refused(answer: &str) -> bool {
 #[tokio::test]
 async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("auth-rotate").await?;
-    node::create_password_secret(&ns, SECRET, FIRST).await?;
+    secrets::create_password_secret(&ns, SECRET, FIRST).await?;
     let secrets: Api<Secret> = ns.api();
-    let spec = RedisSpec {
-        replicas: Some(3),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some("5s".into()),
-            ..ReplicationSpec::default()
-        }),
-        auth: Some(AuthSpec {
-            secret_ref: SecretKeyRef {
-                name: SECRET.into(),
-                key: None,
-            },
-        }),
-        ..RedisSpec::default()
-    };
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &Redis::new(NAME, spec))
-        .await
-        .context("creating the Redis")?;
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = Replicated::new(NAME, 3, "5s")
+        .auth(SECRET)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
 
     // The pod spec names the Secret; the password is nowhere in it, nor in the command line the
     // runtime was given (redis-server reads it on stdin).
@@ -106,9 +81,11 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
     assert!(spec_json.contains("secretKeyRef"), "{spec_json}");
     let command_line = node::runtime_command_line(&primary_pod, "redis")
         .await
-        .map_err(|reason| Error::Process {
-            what: format!("reading {primary}'s command line from the runtime"),
-            reason,
+        .map_err(|reason| {
+            Error::process(
+                format!("reading {primary}'s command line from the runtime"),
+                reason,
+            )
         })?;
     assert_eq!(command_line.first().map(String::as_str), Some("sh"));
     assert!(
@@ -156,7 +133,7 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         }
     })
     .await?;
-    let after_primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let after_primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     assert_eq!(after_primary, primary, "no failover on a rotation");
     for (name, ip, _, _) in &before {
         if *name == primary {
@@ -223,7 +200,7 @@ async fn ready(ns: &TestNamespace) -> Result<(String, String), String> {
 /// False, Warning Event) and touches nothing; putting the pods' password back clears it.
 #[tokio::test]
 async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Result<(), Error> {
-    let (cluster, ns, mut operator) = node::setup("auth-standalone").await?;
+    let (_cluster, ns, mut operator) = node::setup("auth-standalone").await?;
     let secrets: Api<Secret> = ns.api();
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
@@ -297,7 +274,7 @@ async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Resu
         .controller
         .process
         .terminate()
-        .map_err(|e| process_error("stopping the controller", e.to_string()))?;
+        .map_err(|e| Error::process("stopping the controller", e.to_string()))?;
     set("third-password-nobody-set").await?;
     let mut controller =
         e2e::operator::Controller::start(&ns, &operator.identity, "redis-controller-2", &[])
@@ -313,19 +290,8 @@ async fn standalone_rotates_and_a_password_the_pods_refuse_is_reported() -> Resu
     .await?;
     on(SECOND)
         .await
-        .map_err(|e| process_error("the pods' password", e))?;
-    let events = e2e::operator::run_kubectl(
-        &cluster,
-        &[
-            "get",
-            "events",
-            "-n",
-            ns.name(),
-            "-o",
-            "jsonpath={.items[*].reason}",
-        ],
-    )
-    .map_err(|e| process_error("kubectl get events", e))?;
+        .map_err(|e| Error::process("the pods' password", e))?;
+    let events = ns.event_reasons(None).await?.join(" ");
     assert!(events.contains("AuthFailed"), "{events}");
     assert!(events.contains("PasswordRotated"), "{events}");
 

@@ -14,6 +14,7 @@ use api::{Redis, RedisSpec};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::s3::S3Bed;
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods, secrets};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -40,7 +41,7 @@ async fn credentials(
             k8s_openapi::ByteString(secret.as_bytes().to_vec()),
         ),
     ]);
-    node::put_secret(ns, name, None, data).await
+    secrets::put_secret(ns, name, None, data).await
 }
 
 /// The size of the bed's object `key`, and the SHA-256 recorded beside it.
@@ -169,15 +170,15 @@ fn failure(backup: &RedisBackup) -> (String, String) {
 /// The Ready pod `<name>-0`'s IP.
 async fn ready_ip(ns: &TestNamespace, name: &str, count: usize) -> Result<String, Error> {
     wait_for(&format!("{name}: {count} Ready pods"), CONVERGE, || async {
-        let pods = node::pods_of(ns, name).await?;
+        let pods = pods::of_redis(&ns.api(), name).await?;
         let ready = pods.iter().filter(|p| e2e::pods::is_ready(p)).count();
         if ready != count {
-            return Err(node::describe(&pods));
+            return Err(pods::describe_all(&pods));
         }
         pods.iter()
             .find(|p| p.name_any() == format!("{name}-0"))
-            .and_then(|p| node::pod_ip(p).map(str::to_owned))
-            .ok_or_else(|| node::describe(&pods))
+            .and_then(|p| pods::ip(p).map(str::to_owned))
+            .ok_or_else(|| pods::describe_all(&pods))
     })
     .await
 }
@@ -307,7 +308,7 @@ async fn ten_thousand_keys_come_back_after_flushall_and_a_restore() -> Result<()
     assert_eq!(wrong_keys(&mut restored).await?, Vec::<String>::new());
     assert_eq!(dbsize(&mut restored).await?, KEYS as u64);
     wait_for("Restored True", CONVERGE, || async {
-        match node::read_condition(&ns, "restored", "Restored").await? {
+        match conditions::read_condition(&ns, "restored", "Restored").await? {
             (s, r, _) if s == "True" && r == "Restored" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -368,14 +369,12 @@ async fn a_replication_backup_reads_a_replica_and_the_restored_pod_is_elected() 
         json!({"replicas": 3, "mode": "Replication", "image": REDIS_IMAGE, "port": PORT, "backup": {"destination": dest}}),
     )
     .await?;
-    let primary = node::wait_replicating(&ns, "shared", 3, CONVERGE, None).await?;
-    let pods = node::pods_of(&ns, "shared")
-        .await
-        .map_err(|e| Error::process("pods", e))?;
+    let primary = conditions::wait_replicating(&ns, "shared", 3, CONVERGE, None).await?;
+    let pods = pods::of_redis(&ns.api(), "shared").await?;
     let primary_ip = pods
         .iter()
         .find(|p| p.name_any() == primary)
-        .and_then(|p| node::pod_ip(p).map(str::to_owned))
+        .and_then(|p| pods::ip(p).map(str::to_owned))
         .ok_or_else(|| Error::process("the primary", "no IP"))?;
     let mut con = connect(&primary_ip).await?;
     write_keys(&mut con).await?;
@@ -418,13 +417,10 @@ async fn a_replication_backup_reads_a_replica_and_the_restored_pod_is_elected() 
         json!({"replicas": 3, "mode": "Replication", "image": REDIS_IMAGE, "port": PORT, "restore": {"backupName": "from-replica"}}),
     )
     .await?;
-    let elected = node::wait_replicating(&ns, "again", 3, CONVERGE, None).await?;
+    let elected = conditions::wait_replicating(&ns, "again", 3, CONVERGE, None).await?;
     assert_eq!(elected, "again-0", "the restored pod is the first primary");
-    for pod in node::pods_of(&ns, "again")
-        .await
-        .map_err(|e| Error::process("pods", e))?
-    {
-        let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+    for pod in pods::of_redis(&ns.api(), "again").await? {
+        let ip = pods::ip(&pod).unwrap_or_default().to_owned();
         let con = connect(&ip).await?;
         wait_for(
             &format!("every key on {}", pod.name_any()),
@@ -657,7 +653,7 @@ async fn a_failed_download_leaves_the_redis_not_ready_and_elects_no_empty_primar
     )
     .await?;
     let (status, reason, message) = wait_for("Restored False RestoreFailed", CONVERGE, || async {
-        match node::read_condition(&ns, "hopeful", "Restored").await? {
+        match conditions::read_condition(&ns, "hopeful", "Restored").await? {
             c if c.1 == "RestoreFailed" => Ok(c),
             other => Err(format!("{other:?}")),
         }
@@ -668,7 +664,7 @@ async fn a_failed_download_leaves_the_redis_not_ready_and_elects_no_empty_primar
         ("False", "RestoreFailed")
     );
     assert!(message.contains("S3NotFound"), "{message}");
-    let (ready, ready_reason, _) = node::read_condition(&ns, "hopeful", "Ready")
+    let (ready, ready_reason, _) = conditions::read_condition(&ns, "hopeful", "Ready")
         .await
         .map_err(|e| Error::process("Ready", e))?;
     assert_eq!(

@@ -20,6 +20,7 @@ use e2e::cert_manager::{self, CertManager};
 use e2e::certs::redis_dns_names;
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, repo_root, seen, wait_for};
+use e2e::{conditions, pods};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -195,9 +196,13 @@ async fn pods_not_serving(
     material: &Material,
 ) -> Result<Vec<(String, String)>, String> {
     let wanted = leaf(material);
-    let pods = node::pods_of(ns, name).await?;
+    let pods = pods::of_redis(&ns.api(), name).await?;
     if pods.len() != REPLICAS {
-        return Err(format!("{} pods: {}", pods.len(), node::describe(&pods)));
+        return Err(format!(
+            "{} pods: {}",
+            pods.len(),
+            pods::describe_all(&pods)
+        ));
     }
     let mut behind = Vec::new();
     for pod in pods {
@@ -212,7 +217,7 @@ async fn pods_not_serving(
         }
         let dns = format!("{pod_name}.{name}-headless.{}.svc", ns.name());
         let client = client_for(material, &dns).map_err(|e| e.to_string())?;
-        let ip = node::pod_ip(&pod).unwrap_or_default();
+        let ip = pods::ip(&pod).unwrap_or_default();
         match served(&client, &pod_name, ip).await {
             Ok(certificate) if certificate == wanted => {}
             Ok(certificate) => behind.push((
@@ -227,7 +232,7 @@ async fn pods_not_serving(
 
 fn restarts(pods: &[k8s_openapi::api::core::v1::Pod]) -> BTreeMap<String, i32> {
     pods.iter()
-        .map(|p| (p.name_any(), node::restarts(p)))
+        .map(|p| (p.name_any(), pods::restarts(p)))
         .collect()
 }
 
@@ -300,13 +305,13 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
     let redis: Api<Redis> = ns.api();
     wait_for(&format!("Redis {name} Ready"), CONVERGE, || async {
         let stored = redis.get(&name).await.map_err(seen)?;
-        match node::redis_condition(&stored, "Ready") {
+        match conditions::redis_condition(&stored, "Ready") {
             Some((status, _)) if status == "True" => Ok(()),
             other => Err(format!("Ready {other:?}")),
         }
     })
     .await?;
-    node::wait_replicating(&ns, &name, REPLICAS, CONVERGE, None).await?;
+    conditions::wait_replicating(&ns, &name, REPLICAS, CONVERGE, None).await?;
 
     // A client with the Secret's ca.crt, through the Service's ClusterIP (no DNS on the bed).
     let dir = tempfile::tempdir().map_err(|e| Error::process("a directory", e))?;
@@ -315,7 +320,7 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
         .get(api::tls::CA_KEY)
         .ok_or_else(|| Error::process("reading ca.crt", "missing"))?;
     std::fs::write(&ca_file, ca).map_err(|e| Error::process("writing ca.crt", e))?;
-    let service_ip = node::service_ip(&ns, &name, CONVERGE).await?;
+    let service_ip = conditions::service_ip(&ns, &name, CONVERGE).await?;
     wait_for("redis-cli --tls PING through the Service", CONVERGE, || {
         ping(&ca_file, &service_name, &service_ip, &password)
     })
@@ -337,11 +342,7 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
     );
 
     // The renewal, cmctl's way; cert-manager writes a new certificate into the same Secret.
-    let before = restarts(
-        &node::pods_of(&ns, &name)
-            .await
-            .map_err(|e| Error::process("listing the pods", e))?,
-    );
+    let before = restarts(&pods::of_redis(&ns.api(), &name).await?);
     cert_manager::renew(&client, ns.name(), &certificate).await?;
     let renewed = wait_for(
         "cert-manager to write the renewed certificate",
@@ -372,17 +373,15 @@ async fn the_tls_sample_is_issued_by_cert_manager_and_its_renewal_is_loaded_live
         },
     )
     .await?;
-    let pods = node::pods_of(&ns, &name)
-        .await
-        .map_err(|e| Error::process("listing the pods", e))?;
+    let pods = pods::of_redis(&ns.api(), &name).await?;
     assert_eq!(restarts(&pods), before, "pods or restart counts changed");
-    node::wait_replicating(&ns, &name, REPLICAS, CONVERGE, None).await?;
+    conditions::wait_replicating(&ns, &name, REPLICAS, CONVERGE, None).await?;
     wait_for(
         "the Certificate condition True Current",
         CONVERGE,
         || async {
             let stored = redis.get(&name).await.map_err(seen)?;
-            match node::redis_condition(&stored, "Certificate") {
+            match conditions::redis_condition(&stored, "Certificate") {
                 Some((status, reason)) if status == "True" && reason == "Current" => Ok(()),
                 other => Err(format!("{other:?}")),
             }

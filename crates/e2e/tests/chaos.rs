@@ -24,15 +24,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::{AuthSpec, Mode, Redis, RedisSpec, ReplicationSpec, SecretKeyRef};
+use api::SecretKeyRef;
 use e2e::certs::{TestCa, redis_dns_names};
 use e2e::history::{History, Target, Writer, lost_on_target, overlapping};
-use e2e::node::{self, NodeFault, REDIS_IMAGE};
+use e2e::node::{self, NodeFault};
 use e2e::operator::Controller;
+use e2e::replicated::Replicated;
 use e2e::{Context, Error, TestNamespace, repo_root, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -116,19 +118,12 @@ const FAULTS: [Fault; 12] = [
     Fault::NodePartition,
 ];
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 fn env_number(name: &str) -> Result<Option<u64>, Error> {
     match std::env::var(name) {
         Ok(v) => v
             .parse()
             .map(Some)
-            .map_err(|e| process_error(format!("reading {name}={v}"), format!("{e}"))),
+            .map_err(|e| Error::process(format!("reading {name}={v}"), format!("{e}"))),
         Err(_) => Ok(None),
     }
 }
@@ -140,14 +135,14 @@ fn api_server_pid() -> Result<u32, Error> {
         .unwrap_or_else(|| repo_root().join(".cluster"));
     let file = dir.join("pids/kube-apiserver.pid");
     let text = std::fs::read_to_string(&file).map_err(|e| {
-        process_error(
+        Error::process(
             format!("reading {}", file.display()),
             format!("{e} (the API-server fault needs the local test bed: make cluster-up)"),
         )
     })?;
     text.trim()
         .parse()
-        .map_err(|e| process_error(format!("reading {}", file.display()), format!("{e}")))
+        .map_err(|e| Error::process(format!("reading {}", file.display()), format!("{e}")))
 }
 
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
@@ -163,8 +158,8 @@ async fn redis_pid(ns: &TestNamespace, name: &str) -> Result<u32, Error> {
         &format!("{name}'s running redis-server"),
         Duration::from_secs(60),
         || async {
-            let victim = pod(ns, name).await.map_err(|e| e.to_string())?;
-            node::container_pid(&victim, "redis").await
+            let victim = pod(ns, name).await?;
+            Ok(node::container_pid(&victim, "redis").await?)
         },
     )
     .await
@@ -173,7 +168,7 @@ async fn redis_pid(ns: &TestNamespace, name: &str) -> Result<u32, Error> {
 async fn signal(pid: u32, sig: &str, what: &str) -> Result<(), Error> {
     node::signal(pid, sig)
         .await
-        .map_err(|reason| process_error(format!("{sig} to {what}"), reason))
+        .map_err(|reason| Error::process(format!("{sig} to {what}"), reason))
 }
 
 /// The test's world: what the faults act on.
@@ -206,7 +201,7 @@ impl Bed {
         if let Some(node_fault) = fault.node_fault() {
             let victim = pod(&self.ns, primary).await?;
             let name = node::node_of(&victim)
-                .ok_or_else(|| process_error(format!("the node of {primary}"), "not scheduled"))?
+                .ok_or_else(|| Error::process(format!("the node of {primary}"), "not scheduled"))?
                 .to_owned();
             node::fault(node_fault, &name).await?;
             return Ok(Some(name));
@@ -223,7 +218,7 @@ impl Bed {
                     .context(format!("deleting {primary}"))?;
             }
             Fault::ShutdownNosave => {
-                let ip = node::pod_ip(&pod(&self.ns, primary).await?)
+                let ip = pods::ip(&pod(&self.ns, primary).await?)
                     .unwrap_or_default()
                     .to_owned();
                 // The server exits before it answers: the error is the expected outcome.
@@ -309,7 +304,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
                     .into_iter()
                     .find(|f| format!("{f:?}") == name.trim())
                     .ok_or_else(|| {
-                        process_error(
+                        Error::process(
                             format!("reading CHAOS_FAULTS={list}"),
                             format!("{name:?} is none of {FAULTS:?}"),
                         )
@@ -322,38 +317,21 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     api_server_pid()?;
 
     let (_cluster, ns, operator) = node::setup("chaos").await?;
-    node::create_password_secret(&ns, "chaos-auth", PASSWORD).await?;
-    node::create_password_secret(&ns, "chaos-writer", WRITER_PASSWORD).await?;
+    secrets::create_password_secret(&ns, "chaos-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "chaos-writer", WRITER_PASSWORD).await?;
     let ca = TestCa::new("chaos CA")?;
     let issued = ca.issue(&redis_dns_names(NAME, ns.name()))?;
-    node::put_secret(
+    secrets::put_secret(
         &ns,
         "chaos-tls",
         Some("kubernetes.io/tls"),
         ca.secret_data(&issued),
     )
     .await?;
-    let spec = RedisSpec {
-        replicas: Some(3),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some(format!("{}s", FAILOVER_AFTER.as_secs())),
-            ..ReplicationSpec::default()
-        }),
-        auth: Some(AuthSpec {
-            secret_ref: SecretKeyRef {
-                name: "chaos-auth".into(),
-                key: None,
-            },
-        }),
-        tls: Some(api::TlsSpec {
-            secret_ref: api::TlsSecretRef {
-                name: "chaos-tls".into(),
-            },
-            ..api::TlsSpec::default()
-        }),
-        acl: Some(api::AclSpec {
+    let mut primary = Replicated::new(NAME, 3, format!("{}s", FAILOVER_AFTER.as_secs()))
+        .auth("chaos-auth")
+        .tls("chaos-tls")
+        .acl(api::AclSpec {
             default_user: Some(api::DefaultUser::Disabled),
             users: vec![api::AclUser {
                 name: WRITER.into(),
@@ -363,16 +341,10 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
                     key: None,
                 },
             }],
-        }),
-        ..RedisSpec::default()
-    };
-    let redis: Api<Redis> = ns.api();
-    redis
-        .create(&PostParams::default(), &Redis::new(NAME, spec))
-        .await
-        .context("creating the Redis")?;
-    let mut primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+        })
+        .create_replicating(&ns, CONVERGE)
+        .await?;
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let origin = std::time::Instant::now();
     let mut events: Vec<(std::time::Instant, String)> = Vec::new();
@@ -430,7 +402,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
             // The node comes back once a replica elsewhere took over (its pods may have been
             // replaced meanwhile); healed even when no failover came.
             let heal = node::HealOnDrop(name);
-            let promoted = node::wait_promoted(&bed.ns, NAME, &primary, CONVERGE).await;
+            let promoted = conditions::wait_promoted(&bed.ns, NAME, &primary, CONVERGE).await;
             drop(heal);
             if let Err(e) = promoted {
                 outcome = Err(e);
@@ -440,7 +412,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         // Every fault takes the primary's data or its process away, so a new primary follows.
         // Waiting for one other than the old also keeps a status written before the fault (the
         // controller stopped, or not yet looking) from passing for the state after it.
-        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, Some(&primary)).await {
+        match conditions::wait_replicating(&bed.ns, NAME, 3, CONVERGE, Some(&primary)).await {
             Ok(now) => primary = now,
             Err(e) => {
                 outcome = Err(e);
@@ -459,7 +431,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
             "chaos: stopped after {} faults: {outcome:?}",
             injected.values().sum::<u32>()
         );
-        match node::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await {
+        match conditions::wait_replicating(&bed.ns, NAME, 3, CONVERGE, None).await {
             Ok(now) => primary = now,
             Err(e) => eprintln!("chaos: checking on {primary}, which did not converge: {e}"),
         }
@@ -474,7 +446,7 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
         .join(bed.ns.name())
         .join(format!("history-{seed}.jsonl"));
     history.write_jsonl(&recorded, origin, &events, &[])?;
-    let final_ip = node::pod_ip(&pod(&bed.ns, &primary).await?)
+    let final_ip = pods::ip(&pod(&bed.ns, &primary).await?)
         .unwrap_or_default()
         .to_owned();
     let lost = lost_on_target(&final_ip, &target, &history.acks).await?;
@@ -498,25 +470,6 @@ async fn randomized_faults_lose_no_acknowledged_write() -> Result<(), Error> {
     );
     eprintln!("chaos: history in {}", recorded.display());
     outcome?;
-    assert!(
-        history.acks.len() > 20,
-        "too few writes acknowledged to judge: {}",
-        history.acks.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged writes lost (seed {seed}): {:?}",
-        lost.len(),
-        &lost[..lost.len().min(20)]
-    );
-    assert!(
-        overlaps.is_empty(),
-        "two primaries acknowledged writes at once (seed {seed}): {:?}",
-        overlaps
-            .iter()
-            .take(5)
-            .map(|(a, b)| format!("{} by {} / {} by {}", a.key, a.server, b.key, b.server))
-            .collect::<Vec<_>>()
-    );
+    history.assert_safe(&lost, &overlaps, &format!(" (seed {seed})"));
     Ok(())
 }

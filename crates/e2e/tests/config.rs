@@ -12,6 +12,7 @@ use api::Redis;
 use e2e::history::{History, Writer, lost_on};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -75,13 +76,13 @@ async fn wait_config(
     wanted: &[(&str, &str)],
 ) -> Result<Vec<Pod>, Error> {
     wait_for(&format!("{wanted:?} on every pod"), CONVERGE, || async {
-        let pods = node::pods_of(ns, name).await?;
+        let pods = pods::of_redis(&ns.api(), name).await?;
         if pods.len() != count {
             return Err(format!("{} pods", pods.len()));
         }
         let mut off = Vec::new();
         for pod in &pods {
-            let ip = node::pod_ip(pod).unwrap_or_default();
+            let ip = pods::ip(pod).unwrap_or_default();
             for (directive, value) in wanted {
                 let now = config_get(ip, directive).await?;
                 if now != *value {
@@ -104,7 +105,7 @@ fn identities(pods: &[Pod]) -> BTreeMap<String, (String, i32)> {
         .map(|p| {
             (
                 p.name_any(),
-                (p.uid().unwrap_or_default(), node::restarts(p)),
+                (p.uid().unwrap_or_default(), pods::restarts(p)),
             )
         })
         .collect()
@@ -119,7 +120,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
 -> Result<(), Error> {
     const NAME: &str = "tuned";
     let (_cluster, ns, _operator) = node::setup("config").await?;
-    node::create_password_secret(&ns, "tuned-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "tuned-auth", PASSWORD).await?;
     create(
         &ns,
         NAME,
@@ -129,12 +130,8 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         }),
     )
     .await?;
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let before = identities(
-        &node::pods_of(&ns, NAME)
-            .await
-            .map_err(|e| Error::process("pods", e))?,
-    );
+    conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let before = identities(&pods::of_redis(&ns.api(), NAME).await?);
 
     patch_config(
         &ns,
@@ -159,7 +156,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         "a live directive replaced or restarted a pod"
     );
     wait_for("Config True", CONVERGE, || async {
-        match node::read_condition(&ns, NAME, "Config").await? {
+        match conditions::read_condition(&ns, NAME, "Config").await? {
             (s, _, _) if s == "True" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -180,7 +177,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
     patch_config(&ns, NAME, json!({"save": "often", "hz": "15"})).await?;
     wait_config(&ns, NAME, 3, &[("hz", "15")]).await?;
     let (ready, _, message) = wait_for("Ready False ConfigRejected", CONVERGE, || async {
-        match node::read_condition(&ns, NAME, "Ready").await? {
+        match conditions::read_condition(&ns, NAME, "Ready").await? {
             c if c.1 == "ConfigRejected" => Ok(c),
             other => Err(format!("{other:?}")),
         }
@@ -239,7 +236,7 @@ async fn live_directives_reach_every_pod_without_a_restart_and_removed_ones_go_b
         before,
         "removing directives replaced or restarted a pod"
     );
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     wait_for(
         "no podConfigGenerations once all run the spec's",
         CONVERGE,
@@ -263,7 +260,7 @@ async fn a_directive_read_at_start_rolls_the_pods_and_loses_no_acknowledged_writ
 -> Result<(), Error> {
     const NAME: &str = "rolled";
     let (_cluster, ns, _operator) = node::setup("config-roll").await?;
-    node::create_password_secret(&ns, "rolled-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "rolled-auth", PASSWORD).await?;
     create(
         &ns,
         NAME,
@@ -274,13 +271,9 @@ async fn a_directive_read_at_start_rolls_the_pods_and_loses_no_acknowledged_writ
         }),
     )
     .await?;
-    let first = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
-    let before = identities(
-        &node::pods_of(&ns, NAME)
-            .await
-            .map_err(|e| Error::process("pods", e))?,
-    );
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let first = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let before = identities(&pods::of_redis(&ns.api(), NAME).await?);
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let history = Arc::new(Mutex::new(History::default()));
     let writers: Vec<Writer> = (0..2)
         .map(|id| {
@@ -304,7 +297,7 @@ async fn a_directive_read_at_start_rolls_the_pods_and_loses_no_acknowledged_writ
             "{name} was not replaced"
         );
     }
-    let now = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let now = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     for writer in writers {
         writer.stop().await;
@@ -312,7 +305,7 @@ async fn a_directive_read_at_start_rolls_the_pods_and_loses_no_acknowledged_writ
     eprintln!("config-roll: the primary moved from {first} to {now}");
     let history = History::take(&history);
     let primary = ns.api::<Pod>().get(&now).await.context("the primary")?;
-    let ip = node::pod_ip(&primary).unwrap_or_default().to_owned();
+    let ip = pods::ip(&primary).unwrap_or_default().to_owned();
     let lost = lost_on(&ip, PORT, PASSWORD, &history.acks).await?;
     history.assert_none_lost("config-roll", &lost);
     Ok(())
@@ -367,7 +360,7 @@ fn last_termination(pod: &Pod) -> Option<String> {
 #[tokio::test]
 async fn a_memory_limit_gives_maxmemory_and_keeps_redis_from_the_oom_killer() -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("config-oom").await?;
-    node::create_password_secret(&ns, "oom-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "oom-auth", PASSWORD).await?;
     let spec = |config: serde_json::Value| {
         json!({
             "replicas": 1, "image": REDIS_IMAGE, "port": PORT,
@@ -392,7 +385,7 @@ async fn a_memory_limit_gives_maxmemory_and_keeps_redis_from_the_oom_killer() ->
     let mut ips = BTreeMap::new();
     for name in ["bounded-0", "unbounded-0"] {
         let pod = e2e::pods::wait_ready(&pods, name, CONVERGE).await?;
-        ips.insert(name, node::pod_ip(&pod).unwrap_or_default().to_owned());
+        ips.insert(name, pods::ip(&pod).unwrap_or_default().to_owned());
     }
     let bounded = ips.get("bounded-0").cloned().unwrap_or_default();
     let unbounded = ips.get("unbounded-0").cloned().unwrap_or_default();
@@ -431,14 +424,14 @@ async fn a_memory_limit_gives_maxmemory_and_keeps_redis_from_the_oom_killer() ->
         let pod = pods.get("unbounded-0").await.map_err(seen)?;
         match last_termination(&pod) {
             Some(reason) => Ok(reason),
-            None => Err(format!("restarts {}", node::restarts(&pod))),
+            None => Err(format!("restarts {}", pods::restarts(&pod))),
         }
     })
     .await?;
     assert_eq!(oom, "OOMKilled");
     let pod = pods.get("bounded-0").await.context("the bounded pod")?;
     assert_eq!(
-        (node::restarts(&pod), last_termination(&pod)),
+        (pods::restarts(&pod), last_termination(&pod)),
         (0, None),
         "the Redis with a maxmemory was killed"
     );

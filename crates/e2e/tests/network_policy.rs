@@ -10,6 +10,7 @@ use api::{Redis, RedisSpec};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::pods::restricted_pod;
 use e2e::{Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, LogParams, Patch, PatchParams, PostParams};
@@ -158,7 +159,7 @@ async fn only_the_allowed_clients_reach_a_redis_with_a_network_policy() -> Resul
         .create(&PostParams::default(), &Redis::new(NAME, spec))
         .await
         .context("creating the Redis")?;
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
     // The policy is the Redis's own.
     let policies: Api<NetworkPolicy> = ns.api();
@@ -169,7 +170,7 @@ async fn only_the_allowed_clients_reach_a_redis_with_a_network_policy() -> Resul
     let owner = policy.owner_references().first().cloned();
     assert_eq!(owner.map(|o| o.kind), Some("Redis".to_owned()));
 
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
     let web = [("role", "web")];
     let pong = |o: &str| o == "PONG";
     wait_probe("an allowed client", &ns, &web, &service, PORT, pong).await?;
@@ -184,7 +185,7 @@ async fn only_the_allowed_clients_reach_a_redis_with_a_network_policy() -> Resul
     // The exporter: only metricsFrom connects (an HTTP server: redis-cli gets through, then
     // cannot read the reply as Redis's; what matters is that the connection was not refused).
     let pods: Api<Pod> = ns.api();
-    let pod_ip = |pod: &Pod| node::pod_ip(pod).unwrap_or_default().to_owned();
+    let pod_ip = |pod: &Pod| pods::ip(pod).unwrap_or_default().to_owned();
     let primary_ip = pod_ip(&pods.get(&primary).await.context("reading the primary")?);
     let scraped = probe(&ns, &[("role", "prometheus")], &primary_ip, METRICS_PORT).await?;
     assert!(
@@ -202,8 +203,8 @@ async fn only_the_allowed_clients_reach_a_redis_with_a_network_policy() -> Resul
     pods.delete(&primary, &DeleteParams::default().grace_period(0))
         .await
         .context("deleting the primary")?;
-    let promoted = node::wait_promoted(&ns, NAME, &primary, CONVERGE).await?;
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&primary)).await?;
+    let promoted = conditions::wait_promoted(&ns, NAME, &primary, CONVERGE).await?;
+    conditions::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&primary)).await?;
     let through = probe(&ns, &web, &service, PORT).await?;
     assert_eq!(
         through, "PONG",

@@ -96,18 +96,10 @@ async fn metric(controller: &Controller, name: &str) -> Result<f64, Error> {
         .map_err(|e| Error::process("reading metrics", e))
 }
 
-/// The pods of the Redis `name` (terminating ones too).
-async fn pods_of(pods: &Api<Pod>, name: &str) -> Result<Vec<Pod>, kube::Error> {
-    let selector = api::pods::selector_string(name);
-    let list = pods.list(&ListParams::default().labels(&selector)).await?;
-    Ok(list.items)
-}
-
 /// Pod names of the Redis `name`, sorted.
 async fn pod_names(pods: &Api<Pod>, name: &str) -> Result<Vec<String>, String> {
-    let mut names: Vec<_> = pods_of(pods, name)
-        .await
-        .map_err(seen)?
+    let mut names: Vec<_> = e2e::pods::of_redis(pods, name)
+        .await?
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .map(|p| p.name_any())
@@ -138,7 +130,7 @@ async fn wait_converged(ns: &TestNamespace, name: &str, expected: &[&str]) -> Re
         &format!("{name} to converge on {expected:?}"),
         CONVERGE,
         || async {
-            let all = pods_of(&pods, name).await.map_err(seen)?;
+            let all = e2e::pods::of_redis(&pods, name).await?;
             let mut names: Vec<_> = all.iter().map(|p| p.name_any()).collect();
             names.sort();
             let ready = all
@@ -673,9 +665,7 @@ async fn changing_the_image_rolls_pods_one_at_a_time() -> Result<(), Error> {
     let mut replaced_order: Vec<String> = Vec::new();
     let deadline = tokio::time::Instant::now() + CONVERGE;
     loop {
-        let list = pods_of(&pods, "my-op-redis")
-            .await
-            .context("listing pods")?;
+        let list = e2e::pods::of_redis(&pods, "my-op-redis").await?;
         let ready = list
             .iter()
             .filter(|p| e2e::pods::is_ready(p) && p.metadata.deletion_timestamp.is_none())
@@ -755,7 +745,7 @@ async fn a_controller_killed_mid_scale_up_converges_exactly_after_restart() -> R
     expected_sorted.sort();
     let expected_refs: Vec<&str> = expected_sorted.iter().map(String::as_str).collect();
     wait_converged(&ns, "my-op-redis", &expected_refs).await?;
-    let all = pods_of(&pods, "my-op-redis").await.context("listing")?;
+    let all = e2e::pods::of_redis(&pods, "my-op-redis").await?;
     assert_eq!(
         all.len(),
         8,
@@ -951,7 +941,7 @@ async fn fixing_a_spec_that_left_every_pod_unready_rolls_out() -> Result<(), Err
     create(&redis, &sample).await?;
     let names = ["my-op-redis-0", "my-op-redis-1", "my-op-redis-2"];
     wait_for("three unschedulable pods", CONVERGE, || async {
-        let list = pods_of(&pods, "my-op-redis").await.map_err(seen)?;
+        let list = e2e::pods::of_redis(&pods, "my-op-redis").await?;
         let pending = list.iter().filter(|p| !e2e::pods::is_ready(p)).count();
         if list.len() == 3 && pending == 3 {
             Ok(())

@@ -12,13 +12,6 @@ use controller::pods::build::pod_spec;
 use e2e::operator::free_port;
 use e2e::{Error, wait_for};
 
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 /// The kubelet's expansion of a container's command and args: `$(NAME)` becomes the value of
 /// the environment variable NAME when the container defines it (left as written otherwise),
 /// `$$` becomes `$`.
@@ -71,7 +64,7 @@ fn start(spec: &RedisSpec, env: &BTreeMap<&str, &str>, extra: &[&str]) -> Result
         .containers
         .into_iter()
         .next()
-        .ok_or_else(|| process_error("building the pod", "no container"))?;
+        .ok_or_else(|| Error::process("building the pod", "no container"))?;
     let argv: Vec<String> = container
         .command
         .unwrap_or_default()
@@ -81,10 +74,10 @@ fn start(spec: &RedisSpec, env: &BTreeMap<&str, &str>, extra: &[&str]) -> Result
         .chain(extra.iter().map(|a| (*a).to_owned()))
         .collect();
     let dir =
-        tempfile::tempdir().map_err(|e| process_error("a working directory", e.to_string()))?;
+        tempfile::tempdir().map_err(|e| Error::process("a working directory", e.to_string()))?;
     let (program, args) = argv
         .split_first()
-        .ok_or_else(|| process_error("building the pod", "an empty command"))?;
+        .ok_or_else(|| Error::process("building the pod", "an empty command"))?;
     let child = Command::new(program)
         .args(args)
         .env_clear()
@@ -95,7 +88,7 @@ fn start(spec: &RedisSpec, env: &BTreeMap<&str, &str>, extra: &[&str]) -> Result
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| process_error(format!("starting {argv:?}"), e.to_string()))?;
+        .map_err(|e| Error::process(format!("starting {argv:?}"), e.to_string()))?;
     Ok(Container {
         argv,
         child,
@@ -168,12 +161,12 @@ async fn query_as(
 async fn config_get(port: u16, password: &str, name: &str) -> Result<String, Error> {
     let value = query(port, Some(password), &["CONFIG", "GET", name])
         .await
-        .map_err(|e| process_error(format!("CONFIG GET {name}"), e))?;
+        .map_err(|e| Error::process(format!("CONFIG GET {name}"), e))?;
     let pair: Vec<String> = redis::from_redis_value(value)
-        .map_err(|e| process_error(format!("CONFIG GET {name}"), e.to_string()))?;
+        .map_err(|e| Error::process(format!("CONFIG GET {name}"), e.to_string()))?;
     pair.get(1)
         .cloned()
-        .ok_or_else(|| process_error(format!("CONFIG GET {name}"), format!("{pair:?}")))
+        .ok_or_else(|| Error::process(format!("CONFIG GET {name}"), format!("{pair:?}")))
 }
 
 /// A Redis with auth: its password (one that would add directives to a config file if written
@@ -263,14 +256,14 @@ async fn acl_users_load_when_the_container_starts() -> Result<(), Error> {
             {"name": "reader", "rules": "~* +@read +ping", "passwordSecretRef": {"name": "r"}}
         ]},
     }))
-    .map_err(|e| process_error("the spec", e.to_string()))?;
-    let operator = users::generate().map_err(|e| process_error("a password", e))?;
-    let replication = users::generate().map_err(|e| process_error("a password", e))?;
+    .map_err(|e| Error::process("the spec", e.to_string()))?;
+    let operator = users::generate().map_err(|e| Error::process("a password", e))?;
+    let replication = users::generate().map_err(|e| Error::process("a password", e))?;
     let tenants = std::collections::HashMap::from([("reader".to_owned(), "reader-pw".to_owned())]);
     let built = users::desired(
         spec.acl
             .as_ref()
-            .ok_or_else(|| process_error("the spec", "no acl"))?,
+            .ok_or_else(|| Error::process("the spec", "no acl"))?,
         Passwords {
             default: Some("default-pw"),
             operator: &operator,
@@ -278,7 +271,7 @@ async fn acl_users_load_when_the_container_starts() -> Result<(), Error> {
             users: &tenants,
         },
     )
-    .map_err(|e| process_error("the users", e))?;
+    .map_err(|e| Error::process("the users", e))?;
     let lines = users::config_lines(&built);
     let env = BTreeMap::from([
         ("REDIS_ACL_USERS", lines.as_str()),
@@ -315,12 +308,12 @@ async fn acl_users_load_when_the_container_starts() -> Result<(), Error> {
                 &["CONFIG", "GET", name],
             )
             .await
-            .map_err(|e| process_error(format!("CONFIG GET {name}"), e))?;
+            .map_err(|e| Error::process(format!("CONFIG GET {name}"), e))?;
             let pair: Vec<String> = redis::from_redis_value(value)
-                .map_err(|e| process_error(format!("CONFIG GET {name}"), e.to_string()))?;
+                .map_err(|e| Error::process(format!("CONFIG GET {name}"), e.to_string()))?;
             pair.get(1)
                 .cloned()
-                .ok_or_else(|| process_error(format!("CONFIG GET {name}"), format!("{pair:?}")))
+                .ok_or_else(|| Error::process(format!("CONFIG GET {name}"), format!("{pair:?}")))
         }
     };
     assert_eq!(config("masteruser").await?, "masteruser");

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use api::{Redis, RedisSpec};
 use e2e::node::{self, MISSING_IMAGE, REDIS_IMAGE};
+use e2e::{conditions, pods};
 
 use e2e::{Cluster, Context, Error, NamespaceOptions, TestNamespace, seen, wait_for};
 use k8s_openapi::api::core::v1::Pod;
@@ -47,7 +48,7 @@ async fn wait_serving(
         &format!("{name}: {replicas} pods of {image} Ready on the real nodes"),
         CONVERGE,
         || async {
-            let pods = node::pods_of(ns, name).await?;
+            let pods = pods::of_redis(&ns.api(), name).await?;
             let status = redis
                 .get(name)
                 .await
@@ -76,7 +77,7 @@ async fn wait_serving(
                         .iter()
                         .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
                         .collect::<Vec<_>>(),
-                    node::describe(&pods)
+                    pods::describe_all(&pods)
                 ))
             }
         },
@@ -86,16 +87,13 @@ async fn wait_serving(
 
 /// `redis-cli -h <podIP> -p <port> ARGS` against one pod.
 async fn cli(pod: &Pod, port: u16, args: &[&str]) -> Result<String, Error> {
-    let ip = node::pod_ip(pod).ok_or_else(|| Error::Process {
+    let ip = pods::ip(pod).ok_or_else(|| Error::Process {
         what: format!("reaching {}", pod.name_any()),
         reason: "the pod has no IP".into(),
     })?;
     node::redis_cli(ip, port, args)
         .await
-        .map_err(|reason| Error::Process {
-            what: format!("talking to Redis in {}", pod.name_any()),
-            reason,
-        })
+        .map_err(|reason| Error::process(format!("talking to Redis in {}", pod.name_any()), reason))
 }
 
 /// The tutorial's sample on real processes: both pods Ready through their probes, `PING` answers
@@ -148,7 +146,7 @@ async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Err
         "typo's pods in ImagePullBackOff and the status saying so",
         CONVERGE,
         || async {
-            let pods = node::pods_of(&ns, "typo").await?;
+            let pods = pods::of_redis(&ns.api(), "typo").await?;
             let backing_off = pods
                 .iter()
                 .filter(|p| {
@@ -175,7 +173,10 @@ async fn a_missing_image_is_reported_and_fixing_it_rolls_out() -> Result<(), Err
             if pods.len() == 3 && backing_off == 3 && says_so {
                 Ok(())
             } else {
-                Err(format!("Ready={ready:?}; pods: {}", node::describe(&pods)))
+                Err(format!(
+                    "Ready={ready:?}; pods: {}",
+                    pods::describe_all(&pods)
+                ))
             }
         },
     )
@@ -213,39 +214,28 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
     wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
 
     for (signal, what) in [("KILL", "killed"), ("STOP", "hung")] {
-        let pods = node::pods_of(&ns, "live")
-            .await
-            .map_err(|reason| Error::Process {
-                what: "listing live's pods".into(),
-                reason,
-            })?;
+        let pods = pods::of_redis(&ns.api(), "live").await?;
         let victim = pods
             .iter()
             .find(|p| p.name_any() == "live-0")
             .cloned()
             .ok_or_else(|| Error::Process {
                 what: "finding live-0".into(),
-                reason: node::describe(&pods),
+                reason: pods::describe_all(&pods),
             })?;
-        let before = node::restarts(&victim);
+        let before = pods::restarts(&victim);
         let pid = node::container_pid(&victim, "redis")
             .await
-            .map_err(|reason| Error::Process {
-                what: "finding live-0's redis-server".into(),
-                reason,
-            })?;
-        node::signal(pid, signal)
-            .await
-            .map_err(|reason| Error::Process {
-                what: format!("signalling live-0's redis-server ({what})"),
-                reason,
-            })?;
+            .map_err(|reason| Error::process("finding live-0's redis-server", reason))?;
+        node::signal(pid, signal).await.map_err(|reason| {
+            Error::process(format!("signalling live-0's redis-server ({what})"), reason)
+        })?;
 
         wait_for(
             &format!("live-0 ({what}) to be restarted and the status to count it out"),
             CONVERGE,
             || async {
-                let pods = node::pods_of(&ns, "live").await?;
+                let pods = pods::of_redis(&ns.api(), "live").await?;
                 let status = redis
                     .get("live")
                     .await
@@ -253,7 +243,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
                     .status
                     .unwrap_or_default();
                 let pod = pods.iter().find(|p| p.name_any() == "live-0");
-                let restarted = pod.is_some_and(|p| node::restarts(p) > before);
+                let restarted = pod.is_some_and(|p| pods::restarts(p) > before);
                 let counted_out = status.ready_replicas < 2;
                 // Either the status caught the pod down, or the pod is already back up.
                 if restarted || counted_out {
@@ -262,7 +252,7 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
                     Err(format!(
                         "ready={}; {}",
                         status.ready_replicas,
-                        node::describe(&pods)
+                        pods::describe_all(&pods)
                     ))
                 }
             },
@@ -271,9 +261,9 @@ async fn a_killed_or_hung_redis_is_restarted_and_status_follows() -> Result<(), 
         let pods = wait_serving(&ns, "live", 2, REDIS_IMAGE).await?;
         let pod = pods.iter().find(|p| p.name_any() == "live-0");
         assert!(
-            pod.is_some_and(|p| node::restarts(p) > before),
+            pod.is_some_and(|p| pods::restarts(p) > before),
             "live-0 was {what} but not restarted: {}",
-            node::describe(&pods)
+            pods::describe_all(&pods)
         );
         // The same pod (not a replacement) answers again.
         assert_eq!(pod.and_then(|p| p.uid()), victim.uid());
@@ -382,7 +372,7 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         let seen = pods
             .list(&ListParams::default())
             .await
-            .map(|l| node::describe(&l.items))
+            .map(|l| pods::describe_all(&l.items))
             .unwrap_or_default();
         return Err(Error::Process {
             what: "helm install --wait of the chart on the real node".into(),
@@ -413,7 +403,7 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         assert!(
             on_real_node,
             "{component}: {}",
-            node::describe(&operator_pods)
+            pods::describe_all(&operator_pods)
         );
     }
 
@@ -479,7 +469,7 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         Some("IfNotPresent".to_owned()),
         "the webhook's defaults"
     );
-    let primary = node::wait_replicating(&ns, "via-helm", 3, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, "via-helm", 3, CONVERGE, None).await?;
     let policies: Api<NetworkPolicy> = ns.api();
     policies
         .get("via-helm")
@@ -490,8 +480,8 @@ async fn helm_install_runs_the_operator_from_its_images() -> Result<(), Error> {
         .delete(&primary, &DeleteParams::default().grace_period(0))
         .await
         .context("deleting via-helm's primary")?;
-    node::wait_promoted(&ns, "via-helm", &primary, CONVERGE).await?;
-    node::wait_replicating(&ns, "via-helm", 3, CONVERGE, Some(&primary)).await?;
+    conditions::wait_promoted(&ns, "via-helm", &primary, CONVERGE).await?;
+    conditions::wait_replicating(&ns, "via-helm", 3, CONVERGE, Some(&primary)).await?;
 
     // The Redis goes before the release, so its finalizer is handled by the controller pod.
     redis_api
@@ -570,7 +560,7 @@ async fn a_claim_on_the_default_storage_class_keeps_redis_data_across_pods() -> 
                 if e2e::pods::is_ready(&pod) {
                     Ok(pod)
                 } else {
-                    Err(node::describe(std::slice::from_ref(&pod)))
+                    Err(pods::describe_all(std::slice::from_ref(&pod)))
                 }
             })
             .await
@@ -741,7 +731,7 @@ async fn the_exporter_image_serves_metrics_of_a_redis_with_a_password() -> Resul
             if e2e::pods::is_ready(&pod) {
                 Ok(pod)
             } else {
-                Err(node::describe(std::slice::from_ref(&pod)))
+                Err(pods::describe_all(std::slice::from_ref(&pod)))
             }
         },
     )
@@ -758,7 +748,7 @@ async fn the_exporter_image_serves_metrics_of_a_redis_with_a_password() -> Resul
         assert_eq!(cli(&pod, 6379, &set).await?, "OK");
     }
 
-    let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+    let ip = pods::ip(&pod).unwrap_or_default().to_owned();
     let url = format!("http://{ip}:9121/metrics");
     let metrics = wait_for("the exporter counting 3 keys", CONVERGE, || async {
         let metrics = node::http_get(&url).await?;

@@ -4,93 +4,20 @@
 //! container loads them and then changed live.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use api::acl::{CATEGORIES, OPERATOR_USER, RULES_REDIS_REFUSES, RULES_REDIS_TAKES, parse_rules};
 use controller::acl::users::{self, Passwords};
 use controller::redis_server::{Login, Server};
-use e2e::operator::free_port;
-use e2e::{Error, wait_for};
+use e2e::Error;
+use e2e::local_redis::LocalRedis;
 
 /// A redis-server on 127.0.0.1 reading its config from stdin (as the pods' launcher starts
-/// it), killed when dropped.
-struct RedisServer {
-    port: u16,
-    child: Child,
-}
-
-impl RedisServer {
-    fn start(config: &str) -> Result<Self, Error> {
-        let port = free_port()?;
-        let mut child = Command::new("redis-server")
-            .arg("-")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir", "/tmp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                Error::process(
-                    "starting redis-server (hack/cluster/node/packages.sh installs it)",
-                    e.to_string(),
-                )
-            })?;
-        let mut stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| Error::process("redis-server's stdin", "not piped"))?;
-        stdin
-            .write_all(config.as_bytes())
-            .map_err(|e| Error::process("writing redis-server's config", e.to_string()))?;
-        drop(stdin);
-        Ok(RedisServer { port, child })
-    }
-
-    /// A connection logged in as `user` (the default user: `None`) with `password`.
-    async fn login(
-        &self,
-        user: Option<&str>,
-        password: Option<&str>,
-    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
-        // The test's names and passwords are letters, digits and '-': nothing to escape.
-        let url = format!(
-            "redis://{}:{}@127.0.0.1:{}/",
-            user.unwrap_or(""),
-            password.unwrap_or(""),
-            self.port
-        );
-        let client = redis::Client::open(url)?;
-        client.get_multiplexed_async_connection().await
-    }
-
-    async fn wait_up(&self, user: Option<&str>, password: Option<&str>) -> Result<(), Error> {
-        wait_for(
-            &format!("redis-server :{}", self.port),
-            Duration::from_secs(30),
-            || async {
-                let mut con = self
-                    .login(user, password)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                redis::cmd("PING")
-                    .query_async::<String>(&mut con)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            },
-        )
-        .await
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// it), without persistence; not waited for.
+fn start(config: &str) -> Result<LocalRedis, Error> {
+    LocalRedis::builder()
+        .no_persistence()
+        .config_on_stdin(config)
+        .spawn()
 }
 
 /// `ACL SETUSER probe reset resetchannels on nopass <rules>` on `con`.
@@ -112,8 +39,8 @@ async fn set_user(
 /// it knows are the server's.
 #[tokio::test]
 async fn the_rules_the_webhook_takes_are_the_rules_redis_takes() -> Result<(), Error> {
-    let server = RedisServer::start("")?;
-    server.wait_up(None, None).await?;
+    let server = start("")?;
+    server.wait_answering(None, None).await?;
     let mut con = server
         .login(None, None)
         .await
@@ -178,8 +105,10 @@ async fn the_users_load_at_start_and_change_live() -> Result<(), Error> {
         )
         .map_err(|e| Error::process("users", e))
     };
-    let server = RedisServer::start(&users::config_lines(&built(&first, &passwords)?))?;
-    server.wait_up(Some(OPERATOR_USER), Some(&operator)).await?;
+    let server = start(&users::config_lines(&built(&first, &passwords)?))?;
+    server
+        .wait_answering(Some(OPERATOR_USER), Some(&operator))
+        .await?;
 
     // As loaded at start.
     let mut reading = server

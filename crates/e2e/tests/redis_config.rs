@@ -8,7 +8,6 @@
 use api::RedisSpec;
 use api::config::{Applied, directive, owned, value_problem};
 use controller::redis_server::config::NotSet;
-use controller::redis_server::{Login, Server};
 use e2e::Error;
 use e2e::local_redis::LocalRedis;
 use serde_json::json;
@@ -21,14 +20,8 @@ const ENVIRONMENTAL: [&str; 1] = [
 
 /// `Server::set_config` on `redis`: what it did not set.
 async fn set(redis: &LocalRedis, settings: &[(&str, &str)]) -> Result<Vec<NotSet>, Error> {
-    let server = Server {
-        pod: "local",
-        ip: "127.0.0.1",
-        port: redis.port,
-        login: Login::default(),
-        tls: None,
-    };
-    server
+    redis
+        .server("local")
         .set_config(settings)
         .await
         .map_err(|e| Error::process("CONFIG SET", e))

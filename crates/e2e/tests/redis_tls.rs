@@ -5,20 +5,15 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use controller::redis_server::{Login, Server, TlsClient};
+use controller::redis_server::{Server, TlsClient};
 use controller::tls::{client_config, material};
 use e2e::certs::{Issued, TestCa};
-use e2e::operator::free_port;
+use e2e::local_redis::LocalRedis;
 use e2e::{Error, wait_for};
 
 const NAME: &str = "cache.apps.svc";
-
-fn process_error(what: impl Into<String>, reason: impl ToString) -> Error {
-    Error::process(what, reason)
-}
 
 /// Writes ca.crt, tls.crt and tls.key into `dir` (each replaced whole, as the kubelet's atomic
 /// writer does).
@@ -29,9 +24,9 @@ fn write_files(dir: &Path, ca: &TestCa, issued: &Issued) -> Result<(), Error> {
         ("tls.key", issued.key.clone()),
     ] {
         let staged = dir.join(format!(".{file}.new"));
-        std::fs::write(&staged, text).map_err(|e| process_error(format!("writing {file}"), e))?;
+        std::fs::write(&staged, text).map_err(|e| Error::process(format!("writing {file}"), e))?;
         std::fs::rename(&staged, dir.join(file))
-            .map_err(|e| process_error(format!("replacing {file}"), e))?;
+            .map_err(|e| Error::process(format!("replacing {file}"), e))?;
     }
     Ok(())
 }
@@ -43,8 +38,8 @@ fn client(ca: &TestCa, issued: &Issued, name: &str) -> Result<TlsClient, Error> 
         .into_iter()
         .map(|(k, v)| (k, v.0))
         .collect();
-    let material = material::parse(&data).map_err(|e| process_error("the Secret", e))?;
-    client_config(&material, &[], name).map_err(|e| process_error("the client", e))
+    let material = material::parse(&data).map_err(|e| Error::process("the Secret", e))?;
+    client_config(&material, &[], name).map_err(|e| Error::process("the client", e))
 }
 
 fn leaf(issued: &Issued) -> Result<Vec<u8>, Error> {
@@ -55,57 +50,27 @@ fn leaf(issued: &Issued) -> Result<Vec<u8>, Error> {
     ]
     .into_iter()
     .collect();
-    let material = material::parse(&data).map_err(|e| process_error("a certificate", e))?;
+    let material = material::parse(&data).map_err(|e| Error::process("a certificate", e))?;
     Ok(material
         .leaf()
         .map(|c| c.as_ref().to_vec())
         .unwrap_or_default())
 }
 
-/// A redis-server serving TLS only, from the files in `dir`; killed when dropped.
-struct TlsRedis {
-    port: u16,
-    child: Child,
+/// A redis-server serving TLS only, from the files in `dir`, without persistence; not waited
+/// for.
+fn start(dir: &Path, auth_clients: &str) -> Result<LocalRedis, Error> {
+    LocalRedis::builder()
+        .no_persistence()
+        .tls(dir, auth_clients)
+        .spawn()
 }
 
-impl TlsRedis {
-    fn start(dir: &Path, auth_clients: &str) -> Result<Self, Error> {
-        let port = free_port()?;
-        let file = |name: &str| dir.join(name).display().to_string();
-        let child = Command::new("redis-server")
-            .args(["--port", "0", "--tls-port", &port.to_string()])
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--tls-cert-file", &file("tls.crt")])
-            .args(["--tls-key-file", &file("tls.key")])
-            .args(["--tls-ca-cert-file", &file("ca.crt")])
-            .args(["--tls-auth-clients", auth_clients])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                process_error(
-                    "starting redis-server (hack/cluster/node/packages.sh installs it)",
-                    e,
-                )
-            })?;
-        Ok(TlsRedis { port, child })
-    }
-
-    fn server<'a>(&self, tls: &'a TlsClient) -> Server<'a> {
-        Server {
-            pod: "cache-0",
-            ip: "127.0.0.1",
-            port: self.port,
-            login: Login::default(),
-            tls: Some(tls),
-        }
-    }
-}
-
-impl Drop for TlsRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// The controller's client for `redis` over TLS with `tls`.
+fn over_tls<'a>(redis: &LocalRedis, tls: &'a TlsClient) -> Server<'a> {
+    Server {
+        tls: Some(tls),
+        ..redis.server("cache-0")
     }
 }
 
@@ -113,7 +78,7 @@ async fn served(server: &Server<'_>) -> Result<Vec<u8>, Error> {
     let cert = server
         .served_certificate()
         .await
-        .map_err(|e| process_error("the served certificate", e))?;
+        .map_err(|e| Error::process("the served certificate", e))?;
     Ok(cert.map(|c| c.as_ref().to_vec()).unwrap_or_default())
 }
 
@@ -123,13 +88,13 @@ async fn served(server: &Server<'_>) -> Result<Vec<u8>, Error> {
 #[tokio::test]
 async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_nothing()
 -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| process_error("a directory", e))?;
+    let dir = tempfile::tempdir().map_err(|e| Error::process("a directory", e))?;
     let ca = TestCa::new("redis test CA")?;
     let first = ca.issue(&[NAME.to_owned()])?;
     write_files(dir.path(), &ca, &first)?;
-    let redis = TlsRedis::start(dir.path(), "yes")?;
+    let redis = start(dir.path(), "yes")?;
     let tls = client(&ca, &first, NAME)?;
-    let server = redis.server(&tls);
+    let server = over_tls(&redis, &tls);
     wait_for("redis-server over TLS", Duration::from_secs(30), || async {
         server.observe().await.map_err(|e| e.to_string())
     })
@@ -146,7 +111,7 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
     server
         .reload_tls()
         .await
-        .map_err(|e| process_error("the reload", e))?;
+        .map_err(|e| Error::process("the reload", e))?;
     assert_eq!(served(&server).await?, leaf(&renewed)?);
 
     // A key that is not the certificate's: redis-server refuses the reload.
@@ -162,7 +127,7 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
     server
         .observe()
         .await
-        .map_err(|e| process_error("reading it after the refused reload", e))?;
+        .map_err(|e| Error::process("reading it after the refused reload", e))?;
     Ok(())
 }
 
@@ -170,15 +135,14 @@ async fn a_renewed_certificate_is_served_after_a_reload_and_a_bad_key_changes_no
 /// gets no connection; without TLS it gets none either.
 #[tokio::test]
 async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<(), Error> {
-    let dir = tempfile::tempdir().map_err(|e| process_error("a directory", e))?;
+    let dir = tempfile::tempdir().map_err(|e| Error::process("a directory", e))?;
     let ca = TestCa::new("redis test CA")?;
     let issued = ca.issue(&[NAME.to_owned()])?;
     write_files(dir.path(), &ca, &issued)?;
-    let redis = TlsRedis::start(dir.path(), "no")?;
+    let redis = start(dir.path(), "no")?;
     let good = client(&ca, &issued, NAME)?;
     wait_for("redis-server over TLS", Duration::from_secs(30), || async {
-        redis
-            .server(&good)
+        over_tls(&redis, &good)
             .observe()
             .await
             .map_err(|e| e.to_string())
@@ -188,8 +152,7 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     // The operator's own Secret names another Redis: the server's certificate does not.
     let elsewhere = ca.issue(&["other.apps.svc".to_owned()])?;
     let other_name = client(&ca, &elsewhere, "other.apps.svc")?;
-    let error = redis
-        .server(&other_name)
+    let error = over_tls(&redis, &other_name)
         .observe()
         .await
         .expect_err("another name");
@@ -198,11 +161,11 @@ async fn the_controller_connects_only_to_the_certificate_it_expects() -> Result<
     let stranger = TestCa::new("another CA")?;
     let foreign = stranger.issue(&[NAME.to_owned()])?;
     let other_ca = client(&stranger, &foreign, NAME)?;
-    assert!(redis.server(&other_ca).observe().await.is_err());
+    assert!(over_tls(&redis, &other_ca).observe().await.is_err());
 
     let plaintext = Server {
         tls: None,
-        ..redis.server(&good)
+        ..over_tls(&redis, &good)
     };
     assert!(plaintext.observe().await.is_err(), "a plaintext connection");
     Ok(())

@@ -3,17 +3,18 @@
 //! is killed (a writer that waits for one replica per write loses nothing it was told was
 //! written), and scaling that never deletes the primary.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::{Mode, Redis, RedisSpec, ReplicationSpec};
-use e2e::node::{self, REDIS_IMAGE};
+use api::Redis;
+use e2e::history::{self, History, Target, Writer};
+use e2e::node::{self};
+use e2e::replicated::Replicated;
+use e2e::{conditions, pods};
 
 use e2e::{Context, Error, TestNamespace, wait_for};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -21,34 +22,8 @@ const CONVERGE: Duration = Duration::from_secs(120);
 const PORT: u16 = 6379;
 const FAILOVER_AFTER: &str = "5s";
 
-async fn create(ns: &TestNamespace, name: &str, replicas: i32) -> Result<(), Error> {
-    let redis: Api<Redis> = ns.api();
-    let spec = RedisSpec {
-        replicas: Some(replicas),
-        image: Some(REDIS_IMAGE.into()),
-        mode: Some(Mode::Replication),
-        replication: Some(ReplicationSpec {
-            failover_after: Some(FAILOVER_AFTER.into()),
-            ..ReplicationSpec::default()
-        }),
-        ..RedisSpec::default()
-    };
-    redis
-        .create(&PostParams::default(), &Redis::new(name, spec))
-        .await
-        .context(format!("creating {name}"))?;
-    Ok(())
-}
-
-fn process_error(what: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Process {
-        what: what.into(),
-        reason: reason.into(),
-    }
-}
-
 async fn service_ip(ns: &TestNamespace, name: &str) -> Result<String, Error> {
-    node::service_ip(ns, name, CONVERGE).await
+    conditions::service_ip(ns, name, CONVERGE).await
 }
 
 async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
@@ -59,7 +34,7 @@ async fn pod(ns: &TestNamespace, name: &str) -> Result<Pod, Error> {
 async fn cli(host: &str, args: &[&str]) -> Result<String, Error> {
     node::redis_cli(host, PORT, args)
         .await
-        .map_err(|reason| process_error(format!("redis-cli -h {host}"), reason))
+        .map_err(|reason| Error::process(format!("redis-cli -h {host}"), reason))
 }
 
 /// Waits until the Service at `ip` reaches a redis-server of `role` (`master`, `slave`), three
@@ -83,111 +58,53 @@ async fn wait_routed(ip: &str, role: &str) -> Result<(), Error> {
     .await
 }
 
-/// After a failover to `primary`: no acknowledged write is lost on it, and the `<name>` Service
-/// (`service`) follows it there, the last acknowledged write included.
+/// After a failover to `primary`: no acknowledged write of `history` is lost on it, and the
+/// `<name>` Service (`service`) follows it there, the last acknowledged write included.
 async fn assert_failed_over_without_loss(
     ns: &TestNamespace,
     primary: &str,
     service: &str,
-    acked: &BTreeSet<u64>,
+    history: &History,
 ) -> Result<(), Error> {
     let promoted = pod(ns, primary).await?;
-    let ip = node::pod_ip(&promoted).unwrap_or_default();
-    assert_no_acknowledged_write_lost(ip, acked).await?;
+    let ip = pods::ip(&promoted).unwrap_or_default();
+    assert_no_acknowledged_write_lost(ip, history).await?;
     wait_routed(service, "master").await?;
-    if let Some(last) = acked.last() {
-        let key = format!("k{last}");
+    if let Some(last) = history.acks.iter().max_by_key(|a| a.value) {
+        let key = &last.key;
         assert_eq!(
-            cli(service, &["GET", &key]).await?,
-            last.to_string(),
+            cli(service, &["GET", key]).await?,
+            last.value.to_string(),
             "{key}"
         );
     }
     Ok(())
 }
 
-/// Writes `k<n>` through `host` in a loop, each write followed by `WAIT 1`: a write counts as
-/// acknowledged only when a replica has it too. Reconnects after any error (failover).
-struct Writer {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<(BTreeSet<u64>, u64)>,
+/// One writer (`history::Writer`) through `host`: each write followed by `WAIT 1`, so a write
+/// counts as acknowledged only when a replica has it too; it reconnects after any error
+/// (failover). Stopped by [`stop_writing`].
+fn start_writing(host: String) -> (Writer, Arc<Mutex<History>>) {
+    let history = Arc::new(Mutex::new(History::default()));
+    let writer = Writer::start(0, host, PORT, None, history.clone());
+    (writer, history)
 }
 
-impl Writer {
-    fn start(host: String) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut acked = BTreeSet::new();
-            let mut failed = 0u64;
-            let mut n = 0u64;
-            let client = redis::Client::open(format!("redis://{host}:{PORT}/"));
-            let Ok(client) = client else {
-                return (acked, failed);
-            };
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(Duration::from_secs(1)))
-                .set_response_timeout(Some(Duration::from_secs(2)));
-            let mut connection = None;
-            while !flag.load(Ordering::Relaxed) {
-                if connection.is_none() {
-                    connection = client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await
-                        .ok();
-                }
-                let Some(con) = connection.as_mut() else {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                };
-                n += 1;
-                let key = format!("k{n}");
-                let written: redis::RedisResult<()> =
-                    redis::cmd("SET").arg(&key).arg(n).query_async(con).await;
-                let replicas: redis::RedisResult<i64> = match written {
-                    Ok(()) => redis::cmd("WAIT").arg(1).arg(1000).query_async(con).await,
-                    Err(e) => Err(e),
-                };
-                match replicas {
-                    Ok(r) if r >= 1 => {
-                        acked.insert(n);
-                    }
-                    Ok(_) => failed += 1,
-                    Err(_) => {
-                        failed += 1;
-                        connection = None;
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            }
-            (acked, failed)
-        });
-        Writer { stop, task }
-    }
-
-    async fn stop(self) -> Result<(BTreeSet<u64>, u64), Error> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.task
-            .await
-            .map_err(|e| process_error("the writer task", e.to_string()))
-    }
+/// Stops the writer: what it recorded.
+async fn stop_writing(writer: Writer, history: &Mutex<History>) -> History {
+    writer.stop().await;
+    History::take(history)
 }
 
 /// Every acknowledged key is on `host` with its value.
-async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) -> Result<(), Error> {
+async fn assert_no_acknowledged_write_lost(host: &str, history: &History) -> Result<(), Error> {
+    let acked = &history.acks;
     assert!(
         acked.len() > 10,
         "the writer got too few writes acknowledged: {}",
         acked.len()
     );
-    let client = redis::Client::open(format!("redis://{host}:{PORT}/"))
-        .map_err(|e| process_error("redis client", e.to_string()))?;
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| process_error(format!("connecting to {host}"), e.to_string()))?;
-    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
-    let lost = node::missing_writes(&mut con, &written).await?;
+    let lost = history::lost_on_target(host, &Target::plain(PORT, None), acked).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",
@@ -203,22 +120,12 @@ async fn assert_no_acknowledged_write_lost(host: &str, acked: &BTreeSet<u64>) ->
 /// writes.
 #[tokio::test]
 async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Error> {
-    let (cluster, ns, _operator) = node::setup("repl-three").await?;
-    create(&ns, "cache", 3).await?;
-    let primary = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let (_cluster, ns, _operator) = node::setup("repl-three").await?;
+    let primary = Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     assert_eq!(primary, "cache-0", "ordinal 0 starts as the primary");
-    let events = e2e::operator::run_kubectl(
-        &cluster,
-        &[
-            "get",
-            "events",
-            "-n",
-            ns.name(),
-            "-o",
-            "jsonpath={.items[*].reason}",
-        ],
-    )
-    .map_err(|e| process_error("kubectl get events", e))?;
+    let events = ns.event_reasons(None).await?.join(" ");
     for reason in ["PrimaryElected", "ReplicaRepointed"] {
         assert!(events.contains(reason), "no {reason} Event: {events}");
     }
@@ -229,7 +136,7 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
     assert_eq!(cli(&service, &["WAIT", "2", "5000"]).await?, "2");
     for replica in ["cache-1", "cache-2"] {
         let pod = pod(&ns, replica).await?;
-        let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+        let ip = pods::ip(&pod).unwrap_or_default().to_owned();
         assert_eq!(cli(&ip, &["GET", "greeting"]).await?, "hello", "{replica}");
         let role = cli(&ip, &["ROLE"]).await?;
         assert!(role.starts_with("slave"), "{replica}: {role}");
@@ -254,26 +161,28 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
 async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() -> Result<(), Error>
 {
     let (_cluster, ns, _operator) = node::setup("repl-pod").await?;
-    create(&ns, "cache", 3).await?;
-    let old = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let old = Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let service = service_ip(&ns, "cache").await?;
-    let writer = Writer::start(service.clone());
+    let (writer, history) = start_writing(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     let pods: Api<Pod> = ns.api();
     pods.delete(&old, &DeleteParams::default().grace_period(0))
         .await
         .context(format!("deleting the primary {old}"))?;
-    let new = node::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
+    let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (acked, failed) = writer.stop().await?;
+    let history = stop_writing(writer, &history).await;
     eprintln!(
-        "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
-        acked.len()
+        "failover {old} -> {new}: {} writes acknowledged, {} refused or failed",
+        history.acks.len(),
+        history.unacknowledged
     );
-    assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
+    assert_failed_over_without_loss(&ns, &new, &service, &history).await?;
     let back = pod(&ns, &old).await?;
-    let role = cli(node::pod_ip(&back).unwrap_or_default(), &["ROLE"]).await?;
+    let role = cli(pods::ip(&back).unwrap_or_default(), &["ROLE"]).await?;
     assert!(role.starts_with("slave"), "{old} came back as {role}");
     Ok(())
 }
@@ -284,33 +193,35 @@ async fn losing_the_primary_pod_fails_over_without_losing_acknowledged_writes() 
 async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknowledged_writes()
 -> Result<(), Error> {
     let (_cluster, ns, _operator) = node::setup("repl-process").await?;
-    create(&ns, "cache", 3).await?;
-    let old = node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let old = Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let service = service_ip(&ns, "cache").await?;
-    let writer = Writer::start(service.clone());
+    let (writer, history) = start_writing(service.clone());
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     let victim = pod(&ns, &old).await?;
     let pid = node::container_pid(&victim, "redis")
         .await
-        .map_err(|reason| process_error(format!("finding {old}'s redis-server"), reason))?;
+        .map_err(|reason| Error::process(format!("finding {old}'s redis-server"), reason))?;
     node::signal(pid, "KILL")
         .await
-        .map_err(|reason| process_error(format!("killing {old}'s redis-server"), reason))?;
-    let new = node::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
+        .map_err(|reason| Error::process(format!("killing {old}'s redis-server"), reason))?;
+    let new = conditions::wait_replicating(&ns, "cache", 3, CONVERGE, Some(&old)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (acked, failed) = writer.stop().await?;
+    let history = stop_writing(writer, &history).await;
     eprintln!(
-        "failover {old} -> {new}: {} writes acknowledged, {failed} refused or failed",
-        acked.len()
+        "failover {old} -> {new}: {} writes acknowledged, {} refused or failed",
+        history.acks.len(),
+        history.unacknowledged
     );
-    assert_failed_over_without_loss(&ns, &new, &service, &acked).await?;
+    assert_failed_over_without_loss(&ns, &new, &service, &history).await?;
     let same = pod(&ns, &old).await?;
     assert_eq!(same.uid(), victim.uid(), "the pod itself stayed");
     assert!(
-        node::restarts(&same) >= 1,
+        pods::restarts(&same) >= 1,
         "{}",
-        node::describe(std::slice::from_ref(&same))
+        pods::describe_all(std::slice::from_ref(&same))
     );
     Ok(())
 }
@@ -320,9 +231,10 @@ async fn a_primary_whose_redis_server_restarts_is_replaced_without_losing_acknow
 /// cache-0 (a switchover: writes paused until the heir has caught up) before it goes.
 #[tokio::test]
 async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), Error> {
-    let (cluster, ns, _operator) = node::setup("repl-scale").await?;
-    create(&ns, "cache", 3).await?;
-    node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    let (_cluster, ns, _operator) = node::setup("repl-scale").await?;
+    Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     let redis: Api<Redis> = ns.api();
     let pods: Api<Pod> = ns.api();
     let scale = |n: i32| {
@@ -339,7 +251,7 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
         }
     };
     scale(5).await?;
-    let first = node::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
+    let first = conditions::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["SET", "kept", "yes"]).await?, "OK");
@@ -349,29 +261,18 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     pods.delete(&first, &DeleteParams::default().grace_period(0))
         .await
         .context("deleting the primary")?;
-    let moved = node::wait_replicating(&ns, "cache", 5, CONVERGE, Some(&first)).await?;
+    let moved = conditions::wait_replicating(&ns, "cache", 5, CONVERGE, Some(&first)).await?;
     assert_ne!(moved, "cache-0");
 
     scale(2).await?;
-    let primary = node::wait_replicating(&ns, "cache", 2, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, "cache", 2, CONVERGE, None).await?;
     scale(1).await?;
-    let last = node::wait_replicating(&ns, "cache", 1, CONVERGE, None).await?;
+    let last = conditions::wait_replicating(&ns, "cache", 1, CONVERGE, None).await?;
     assert_eq!(last, "cache-0");
     wait_routed(&service, "master").await?;
     assert_eq!(cli(&service, &["GET", "kept"]).await?, "yes");
     if primary != "cache-0" {
-        let events = e2e::operator::run_kubectl(
-            &cluster,
-            &[
-                "get",
-                "events",
-                "-n",
-                ns.name(),
-                "-o",
-                "jsonpath={.items[*].reason}",
-            ],
-        )
-        .map_err(|e| process_error("kubectl get events", e))?;
+        let events = ns.event_reasons(None).await?.join(" ");
         assert!(events.contains("PrimarySwitchedOver"), "{events}");
     }
     Ok(())
@@ -382,8 +283,9 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
 #[tokio::test]
 async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
     let (_cluster, ns, operator) = node::setup("repl-rest").await?;
-    create(&ns, "cache", 3).await?;
-    node::wait_replicating(&ns, "cache", 3, CONVERGE, None).await?;
+    Replicated::new("cache", 3, FAILOVER_AFTER)
+        .create_replicating(&ns, CONVERGE)
+        .await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let counters = [
         "redis_controller_status_writes_total",
@@ -396,7 +298,7 @@ async fn at_rest_replication_makes_no_api_writes() -> Result<(), Error> {
             controller
                 .metric(name)
                 .await
-                .map_err(|reason| process_error("reading metrics", reason))
+                .map_err(|reason| Error::process("reading metrics", reason))
         }
     };
     let mut before = Vec::new();

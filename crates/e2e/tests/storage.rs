@@ -10,6 +10,7 @@ use e2e::flight::FlightRecorder;
 use e2e::history::{History, Target, Writer, lost_on_target};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -45,7 +46,7 @@ async fn serving(ns: &TestNamespace, name: &str, replicas: usize) -> Result<Vec<
         &format!("{name}: {replicas} Ready pods on their claims"),
         CONVERGE,
         || async {
-            let mut pods = node::pods_of(ns, name).await?;
+            let mut pods = pods::of_redis(&ns.api(), name).await?;
             pods.sort_by_key(|p| p.name_any());
             let on_claims = pods.iter().all(|p| {
                 let claim = p
@@ -65,7 +66,7 @@ async fn serving(ns: &TestNamespace, name: &str, replicas: usize) -> Result<Vec<
             {
                 Ok(pods)
             } else {
-                Err(node::describe(&pods))
+                Err(pods::describe_all(&pods))
             }
         },
     )
@@ -76,16 +77,16 @@ async fn serving(ns: &TestNamespace, name: &str, replicas: usize) -> Result<Vec<
 /// few seconds to reach (a pod IP handed out again, the host's neighbour entry still the old
 /// pod's): a call that gets no answer at all is tried again, any answer is returned.
 async fn cli(pod: &Pod, args: &[&str]) -> Result<String, Error> {
-    let ip = node::pod_ip(pod).unwrap_or_default().to_owned();
+    let ip = pods::ip(pod).unwrap_or_default().to_owned();
     let what = format!("talking to {}", pod.name_any());
     let answered = wait_for(&what, CONVERGE, || async {
         match node::redis_cli(&ip, PORT, args).await {
-            Err(reason) if reason.ends_with("no answer") => Err(reason),
+            Err(reason) if reason.to_string().ends_with("no answer") => Err(reason.to_string()),
             answered => Ok(answered),
         }
     })
     .await?;
-    answered.map_err(|reason| Error::Process { what, reason })
+    answered.map_err(|reason| Error::process(what, reason))
 }
 
 async fn claim_names(ns: &TestNamespace, name: &str) -> Result<Vec<String>, Error> {
@@ -310,7 +311,7 @@ async fn a_full_restart_after_a_failover_loses_no_acknowledged_write() -> Result
     const NAME: &str = "restarted";
     const PASSWORD: &str = "full-restart-password";
     let (_cluster, ns, _operator) = node::setup("storage-restart").await?;
-    node::create_password_secret(&ns, "restart-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "restart-auth", PASSWORD).await?;
     let redis: Redis = serde_json::from_value(json!({
         "apiVersion": "myapp.tangx.in/v1",
         "kind": "Redis",
@@ -362,8 +363,8 @@ async fn restart_after_failover(
     flight: &FlightRecorder,
     history: &Arc<Mutex<History>>,
 ) -> Result<Vec<String>, Error> {
-    let first = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
-    let service = node::service_ip(ns, name, CONVERGE).await?;
+    let first = conditions::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    let service = conditions::service_ip(ns, name, CONVERGE).await?;
     let writers: Vec<Writer> = (0..2)
         .map(|id| Writer::start_to(id, service.clone(), target.clone(), history.clone()))
         .collect();
@@ -380,8 +381,8 @@ async fn restart_after_failover(
         pods.delete(&current, &DeleteParams::default())
             .await
             .context(format!("deleting the primary {current}"))?;
-        node::wait_promoted(ns, name, &current, CONVERGE).await?;
-        current = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+        conditions::wait_promoted(ns, name, &current, CONVERGE).await?;
+        current = conditions::wait_replicating(ns, name, 3, CONVERGE, None).await?;
         flight.note(format!("{current} is the primary, 3 pods replicating"));
         if current != first {
             break;
@@ -395,16 +396,12 @@ async fn restart_after_failover(
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     // The last primary before the restart: the one holding every acknowledged write.
-    let moved = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    let moved = conditions::wait_replicating(ns, name, 3, CONVERGE, None).await?;
     flight.note(format!("the primary moved from {first} to {moved}"));
 
     // Every pod at once.
-    let before: Vec<String> = node::pods_of(ns, name)
-        .await
-        .map_err(|reason| Error::Process {
-            what: "listing the pods".into(),
-            reason,
-        })?
+    let before: Vec<String> = pods::of_redis(&ns.api(), name)
+        .await?
         .iter()
         .map(ResourceExt::uid)
         .collect::<Option<_>>()
@@ -418,7 +415,7 @@ async fn restart_after_failover(
     .await
     .context("deleting every pod")?;
     wait_for("every pod replaced", CONVERGE, || async {
-        let now = node::pods_of(ns, name).await?;
+        let now = pods::of_redis(&ns.api(), name).await?;
         let replaced = now.len() == 3
             && now
                 .iter()
@@ -426,11 +423,11 @@ async fn restart_after_failover(
         if replaced {
             Ok(())
         } else {
-            Err(node::describe(&now))
+            Err(pods::describe_all(&now))
         }
     })
     .await?;
-    node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    conditions::wait_replicating(ns, name, 3, CONVERGE, None).await?;
     // The election after the restart, from its Event: the primary may move again later (an
     // ordinary failover), which is no news about this election.
     let elected = elected_since(ns, restarted_at, CONVERGE).await?;
@@ -450,7 +447,7 @@ async fn restart_after_failover(
     }
 
     // Every acknowledged write is on the primary of the end, whichever failovers came between.
-    let now = node::wait_replicating(ns, name, 3, CONVERGE, None).await?;
+    let now = conditions::wait_replicating(ns, name, 3, CONVERGE, None).await?;
     flight.note(format!("{now} is the primary at the end"));
     let acks = history
         .lock()
@@ -458,7 +455,7 @@ async fn restart_after_failover(
         .acks
         .clone();
     let primary = ns.api::<Pod>().get(&now).await.context("the primary")?;
-    let ip = node::pod_ip(&primary).unwrap_or_default().to_owned();
+    let ip = pods::ip(&primary).unwrap_or_default().to_owned();
     lost_on_target(&ip, target, &acks).await
 }
 

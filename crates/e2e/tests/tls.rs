@@ -13,6 +13,7 @@ use controller::tls::client_config;
 use e2e::certs::{Issued, TestCa, redis_dns_names};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::{Context, Error, TestNamespace, seen, wait_for};
+use e2e::{conditions, pods, secrets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -30,7 +31,7 @@ async fn put_tls_secret(
     ca: &TestCa,
     issued: &Issued,
 ) -> Result<(), Error> {
-    node::put_secret(ns, name, Some("kubernetes.io/tls"), ca.secret_data(issued)).await
+    secrets::put_secret(ns, name, Some("kubernetes.io/tls"), ca.secret_data(issued)).await
 }
 
 /// Writes the CA (and a client certificate) where the machine's redis-cli reads them.
@@ -62,7 +63,9 @@ async fn tls_cli(
     }
     all.extend(["--no-auth-warning", "-a", PASSWORD]);
     all.extend(args);
-    node::redis_cli(host, port, &all).await
+    node::redis_cli(host, port, &all)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn redis_with_tls(name: &str, spec: serde_json::Value) -> Result<Redis, Error> {
@@ -94,7 +97,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     let first = ca.issue(&names)?;
     write_client_files(dir.path(), &ca, &ca.issue(&["a-client".to_owned()])?)?;
     put_tls_secret(&ns, "secure-tls", &ca, &first).await?;
-    node::create_password_secret(&ns, "secure-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "secure-auth", PASSWORD).await?;
     let redis: Api<Redis> = ns.api();
     let spec = json!({
         "replicas": 3, "image": REDIS_IMAGE, "mode": "Replication",
@@ -107,11 +110,13 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
         .create(&PostParams::default(), &redis_with_tls(NAME, spec)?)
         .await
         .context("creating the Redis")?;
-    let primary = node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    let primary = conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
 
     // Only TLS on the port; through the Service with TLS, writes reach the primary.
-    let service = node::service_ip(&ns, NAME, CONVERGE).await?;
-    let plain = node::redis_cli(&service, PORT, &["-a", PASSWORD, "PING"]).await;
+    let service = conditions::service_ip(&ns, NAME, CONVERGE).await?;
+    let plain = node::redis_cli(&service, PORT, &["-a", PASSWORD, "PING"])
+        .await
+        .map_err(|e| e.to_string());
     assert!(
         plain.as_deref() != Ok("PONG"),
         "a plaintext client got through: {plain:?}"
@@ -128,7 +133,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     let primary_pod = pods.get(&primary).await.context("reading the primary")?;
     let metrics_url = format!(
         "http://{}:9121/metrics",
-        node::pod_ip(&primary_pod).unwrap_or_default()
+        pods::ip(&primary_pod).unwrap_or_default()
     );
     wait_for("the exporter's redis_up 1", CONVERGE, || async {
         let metrics = node::http_get(&metrics_url).await?;
@@ -143,8 +148,8 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     pods.delete(&primary, &DeleteParams::default().grace_period(0))
         .await
         .context("deleting the primary")?;
-    node::wait_promoted(&ns, NAME, &primary, CONVERGE).await?;
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&primary)).await?;
+    conditions::wait_promoted(&ns, NAME, &primary, CONVERGE).await?;
+    conditions::wait_replicating(&ns, NAME, 3, CONVERGE, Some(&primary)).await?;
     let got = wait_for("k1 after the failover", CONVERGE, || {
         tls_cli(dir.path(), &service, PORT, false, &["GET", "k1"])
     })
@@ -152,11 +157,10 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     assert_eq!(got, "v1");
 
     // The renewal: the Secret's new certificate is served by every pod, none restarted.
-    let before: BTreeMap<String, i32> = node::pods_of(&ns, NAME)
-        .await
-        .map_err(|e| Error::process("listing the pods", e))?
+    let before: BTreeMap<String, i32> = pods::of_redis(&ns.api(), NAME)
+        .await?
         .iter()
-        .map(|p| (p.name_any(), node::restarts(p)))
+        .map(|p| (p.name_any(), pods::restarts(p)))
         .collect();
     let renewed = ca.issue(&names)?;
     put_tls_secret(&ns, "secure-tls", &ca, &renewed).await?;
@@ -171,12 +175,12 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
         "every pod to serve the renewed certificate",
         CONVERGE,
         || async {
-            let pods = node::pods_of(&ns, NAME).await?;
+            let pods = pods::of_redis(&ns.api(), NAME).await?;
             let mut behind = Vec::new();
             for pod in &pods {
                 let server = Server {
                     pod: pod.metadata.name.as_deref().unwrap_or_default(),
-                    ip: node::pod_ip(pod).unwrap_or_default(),
+                    ip: pods::ip(pod).unwrap_or_default(),
                     port: PORT,
                     login: Login::default(),
                     tls: Some(&client),
@@ -197,17 +201,16 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
         },
     )
     .await?;
-    let after: BTreeMap<String, i32> = node::pods_of(&ns, NAME)
-        .await
-        .map_err(|e| Error::process("listing the pods", e))?
+    let after: BTreeMap<String, i32> = pods::of_redis(&ns.api(), NAME)
+        .await?
         .iter()
-        .map(|p| (p.name_any(), node::restarts(p)))
+        .map(|p| (p.name_any(), pods::restarts(p)))
         .collect();
     assert_eq!(before, after, "pods or restart counts changed");
-    node::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
+    conditions::wait_replicating(&ns, NAME, 3, CONVERGE, None).await?;
     wait_for("the Certificate condition", CONVERGE, || async {
         let stored = redis.get(NAME).await.map_err(seen)?;
-        match node::redis_condition(&stored, "Certificate") {
+        match conditions::redis_condition(&stored, "Certificate") {
             Some((status, reason)) if status == "True" && reason == "Current" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -228,7 +231,7 @@ async fn a_tls_redis_replicates_fails_over_and_loads_a_renewed_certificate_live(
     put_tls_secret(&ns, "secure-tls", &ca, &broken).await?;
     wait_for("the Secret to be refused", CONVERGE, || async {
         let stored = redis.get(NAME).await.map_err(seen)?;
-        match node::redis_condition(&stored, "Certificate") {
+        match conditions::redis_condition(&stored, "Certificate") {
             Some((status, reason)) if status == "False" && reason == "TLSSecretInvalid" => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -259,7 +262,7 @@ async fn mutual_tls_refuses_a_client_without_a_certificate() -> Result<(), Error
     )
     .await?;
     write_client_files(dir.path(), &ca, &ca.issue(&["a-client".to_owned()])?)?;
-    node::create_password_secret(&ns, "mutual-auth", PASSWORD).await?;
+    secrets::create_password_secret(&ns, "mutual-auth", PASSWORD).await?;
     let redis: Api<Redis> = ns.api();
     let spec = json!({
         "replicas": 1, "image": REDIS_IMAGE,
@@ -279,8 +282,8 @@ async fn mutual_tls_refuses_a_client_without_a_certificate() -> Result<(), Error
         || async {
             let stored = redis.get(NAME).await.map_err(seen)?;
             match (
-                node::redis_condition(&stored, "Ready"),
-                node::redis_condition(&stored, "Certificate"),
+                conditions::redis_condition(&stored, "Ready"),
+                conditions::redis_condition(&stored, "Certificate"),
             ) {
                 (Some((ready, _)), Some((current, _))) if ready == "True" && current == "True" => {
                     Ok(())
@@ -299,7 +302,7 @@ async fn mutual_tls_refuses_a_client_without_a_certificate() -> Result<(), Error
         .into_iter()
         .find(|p| p.name_any().starts_with(NAME))
         .ok_or_else(|| Error::process("the pod", "none"))?;
-    let ip = node::pod_ip(&pod).unwrap_or_default().to_owned();
+    let ip = pods::ip(&pod).unwrap_or_default().to_owned();
     let without = tls_cli(dir.path(), &ip, PORT, false, &["PING"]).await;
     assert!(without.is_err(), "no client certificate: {without:?}");
     let with = tls_cli(dir.path(), &ip, PORT, true, &["PING"]).await;

@@ -12,6 +12,7 @@ use e2e::bench::{ProfileArg, load_average, progress};
 use e2e::certs::{TestCa, redis_dns_names};
 use e2e::node::{self, REDIS_IMAGE};
 use e2e::operator::Operator;
+use e2e::pods;
 use e2e::{Cluster, Context, Error, NamespaceOptions, seen, wait_for};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, PostParams};
@@ -110,7 +111,7 @@ async fn bench(args: &Args) -> Result<(), Error> {
     let pods: Api<Pod> = ns.api();
     let ip = wait_for("the Redis pod Ready", CONVERGE, || async {
         let pod = pods.get(&format!("{NAME}-0")).await.map_err(seen)?;
-        match node::pod_ip(&pod) {
+        match pods::ip(&pod) {
             Some(ip) if e2e::pods::is_ready(&pod) => Ok(ip.to_owned()),
             _ => Err(e2e::pods::describe(&pod)),
         }
