@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use controller::redis_server::switchover;
+use controller::redis_server::{Server, switchover};
 use e2e::Error;
 use e2e::local_redis::LocalRedis;
 
@@ -28,6 +28,41 @@ async fn connection(redis: &LocalRedis) -> Result<redis::aio::MultiplexedConnect
         .map_err(|e| Error::process(format!("connecting to :{}", redis.port), e))
 }
 
+/// SET + WAIT 1 until `stop`, as a client that keeps its connection: the numbers of the writes
+/// at least one replica acknowledged.
+async fn acknowledged_writes(
+    mut con: redis::aio::MultiplexedConnection,
+    stop: Arc<AtomicBool>,
+) -> BTreeSet<u64> {
+    let mut acked = BTreeSet::new();
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let written: redis::RedisResult<()> = redis::cmd("SET")
+            .arg(format!("k{n}"))
+            .arg(n)
+            .query_async(&mut con)
+            .await;
+        let replicas: redis::RedisResult<i64> = match written {
+            Ok(()) => {
+                redis::cmd("WAIT")
+                    .arg(1)
+                    .arg(200)
+                    .query_async(&mut con)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match replicas {
+            Ok(r) if r >= 1 => {
+                acked.insert(n);
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    acked
+}
+
 /// A planned switchover whose label move outlasts the old primary's write pause (an API server
 /// slow to take the PATCH): a third server still follows the old primary, so a write the old
 /// primary takes after its pause ran out would be acknowledged by `WAIT 1` and then resynced
@@ -44,39 +79,7 @@ async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_
 
     // A writer on the old primary: SET + WAIT 1, as a client that keeps its connection.
     let stop = Arc::new(AtomicBool::new(false));
-    let mut con = connection(&a).await?;
-    let writer = tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            let mut acked = BTreeSet::new();
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                let written: redis::RedisResult<()> = redis::cmd("SET")
-                    .arg(format!("k{n}"))
-                    .arg(n)
-                    .query_async(&mut con)
-                    .await;
-                let replicas: redis::RedisResult<i64> = match written {
-                    Ok(()) => {
-                        redis::cmd("WAIT")
-                            .arg(1)
-                            .arg(200)
-                            .query_async(&mut con)
-                            .await
-                    }
-                    Err(e) => Err(e),
-                };
-                match replicas {
-                    Ok(r) if r >= 1 => {
-                        acked.insert(n);
-                    }
-                    _ => tokio::time::sleep(Duration::from_millis(20)).await,
-                }
-            }
-            acked
-        }
-    });
+    let writer = tokio::spawn(acknowledged_writes(connection(&a).await?, stop.clone()));
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // The label move takes longer than the 5 s pause.
@@ -106,6 +109,101 @@ async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_
     let mut heir = connection(&b).await?;
     let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
     let lost = e2e::history::missing_writes(&mut heir, &written).await?;
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged writes lost: {:?}",
+        lost.len(),
+        acked.len(),
+        &lost[..lost.len().min(20)]
+    );
+    Ok(())
+}
+
+/// A TCP proxy on 127.0.0.1 that holds every chunk the server sends back for `delay` before
+/// passing it on: a heir on a slow node, each reply under the controller's 2 s timeout.
+async fn slow_replies_to(upstream: u16, delay: Duration) -> Result<u16, Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| Error::process("binding the proxy", e.to_string()))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| Error::process("the proxy's port", e.to_string()))?
+        .port();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                else {
+                    return;
+                };
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                let requests = tokio::io::copy(&mut client_read, &mut server_write);
+                let replies = async {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let mut buffer = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = server_read.read(&mut buffer).await?;
+                        if n == 0 {
+                            return Ok::<(), std::io::Error>(());
+                        }
+                        tokio::time::sleep(delay).await;
+                        client_write.write_all(&buffer[..n]).await?;
+                    }
+                };
+                let _ = tokio::join!(requests, replies);
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// A planned switchover to a heir whose every reply takes 0.9 s (a loaded node): reading it
+/// (four `INFO`s and a `CONFIG GET`) and promoting it take longer than the old primary's 5 s
+/// write pause. The pause must be renewed up to the moment the old primary follows the heir:
+/// a write it took after its pause ran out, with the heir already promoted, is acknowledged by
+/// `WAIT 1` through the third server still following it and then resynced away (issue #41.6).
+#[tokio::test]
+async fn a_switchover_to_a_slow_heir_keeps_writes_paused_until_the_old_primary_follows()
+-> Result<(), Error> {
+    let a = replica_of(None)?;
+    a.wait_answering(None, None).await?;
+    let b = replica_of(Some(a.port))?;
+    let c = replica_of(Some(a.port))?;
+    b.wait_linked().await?;
+    c.wait_linked().await?;
+    let slow_b = slow_replies_to(b.port, Duration::from_millis(900)).await?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn(acknowledged_writes(connection(&a).await?, stop.clone()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let heir = Server {
+        port: slow_b,
+        ..b.server("b")
+    };
+    switchover(a.server("a"), heir, || async { Ok(()) })
+        .await
+        .map_err(|e| Error::process("the switchover", e.to_string()))?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let acked = writer
+        .await
+        .map_err(|e| Error::process("the writer", e.to_string()))?;
+    // The next pass repoints the third server to the new primary.
+    c.server("c")
+        .follow("127.0.0.1", b.port)
+        .await
+        .map_err(|e| Error::process("repointing c", e.to_string()))?;
+
+    assert!(
+        acked.len() > 10,
+        "too few writes acknowledged: {}",
+        acked.len()
+    );
+    let mut new_primary = connection(&b).await?;
+    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
+    let lost = e2e::history::missing_writes(&mut new_primary, &written).await?;
     assert!(
         lost.is_empty(),
         "{} of {} acknowledged writes lost: {:?}",

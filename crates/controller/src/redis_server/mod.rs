@@ -27,6 +27,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a switchover keeps the old primary's writes paused at most, and waits for the heir.
 const SWITCHOVER_PAUSE_MS: u64 = 5_000;
+// One renewed pause must outlast one call to a server (connect and reply): `switchover`.
+const _: () = assert!(
+    SWITCHOVER_PAUSE_MS as u128 > CONNECT_TIMEOUT.as_millis() + RESPONSE_TIMEOUT.as_millis()
+);
 const SWITCHOVER_CATCH_UP: Duration = Duration::from_secs(3);
 
 /// Whether a redis-server refused the password it was given (or wanted one and got none):
@@ -353,12 +357,22 @@ where
         unpause_writes(old).await;
         return Err(e);
     }
+    // Each call below may take a whole timeout (connect and reply): the pause is renewed
+    // before each, so it cannot run out while `to` is already a primary and `from` still
+    // takes writes that a replica following it would acknowledge (issue #41.6).
+    if let Err(e) = pause_writes(&from, old).await {
+        unpause_writes(old).await;
+        return Err(e);
+    }
     if let Err(e) = to.promote().await {
         // Nothing changed hands: `from` is still the primary.
         unpause_writes(old).await;
         return Err(e);
     }
-    // From here on `to` is a primary: `from` must not take another write.
+    // From here on `to` is a primary: `from` must not take another write. A renewal that
+    // fails (its connection broke) changes nothing: the repoint, or the fence after it, is
+    // still what stops `from` taking writes.
+    let _ = pause_writes(&from, old).await;
     if let Err(e) = from.follow(to.ip, to.port).await {
         let _ = from.fence().await;
         return Err(e);
