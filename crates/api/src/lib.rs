@@ -21,14 +21,16 @@
 //!   maxmemory): [`config`].
 //! - §3n how clients reach a Redis (its client Service's type and settings): [`service`].
 //! - §3o backups and restores (the `RedisBackup` kind, `spec.backup`, `spec.restore`, object
-//!   keys and labels): [`backup`].
+//!   keys and labels): [`backup`]; what the `redis-backup` binary takes and says (its flags, its
+//!   result and failure lines), for the `backup` crate and the controller alike: [`backup_run`].
 //!
 //! The modules form layers, each using only those below it: [`schema`] and [`secret`]; then
-//! [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s,
+//! [`backup_run`]; then [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s,
 //! [`acl`]'s, [`service`]'s and [`backup`]'s spec types) and [`pods`]; [`defaults`] and [`config`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod acl;
 pub mod backup;
+pub mod backup_run;
 pub mod config;
 pub mod crd;
 pub mod defaults;
