@@ -4,6 +4,10 @@
 //! Security, with the object store's credentials read from the tenant's Secret by the kubelet
 //! (`secretKeyRef`): the controller never reads them, and never connects to a tenant's endpoint.
 
+use crate::pods::build::pieces::{
+    plain_env, restricted_container_context, restricted_pod_context, secret_env, tls_mount,
+    tls_secret_volume,
+};
 use api::backup::{
     ACCESS_KEY_ID_KEY, BACKUP_OF_LABEL, BINARY, REDIS_NAME_LABEL, RedisBackup, S3Destination,
     SECRET_ACCESS_KEY_KEY,
@@ -13,8 +17,8 @@ use api::pods::{LABEL_MANAGED_BY, MANAGED_BY};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EnvVar, EnvVarSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Volume, VolumeMount,
+    Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -115,8 +119,8 @@ pub fn backup_job(
     if let Some(tls) = &spec.tls {
         args.extend(tls_args(redis_name, namespace, tls));
         // Read by the Job's uid, which is not the pods' fsGroup.
-        volumes.push(crate::pods::build::tls_secret_volume(tls, 0o444));
-        mounts.push(crate::pods::build::tls_mount());
+        volumes.push(tls_secret_volume(tls, 0o444));
+        mounts.push(tls_mount());
     }
     let mut env = login_env(redis_name, spec);
     env.extend(object_env(object));
@@ -239,16 +243,9 @@ fn runner(image: &str) -> Container {
             ..ResourceRequirements::default()
         }),
         security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                add: None,
-            }),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
             run_as_user: Some(JOB_UID),
             run_as_group: Some(JOB_UID),
-            ..SecurityContext::default()
+            ..restricted_container_context()
         }),
         ..Container::default()
     }
@@ -296,14 +293,7 @@ fn job(
                     restart_policy: Some("Never".to_owned()),
                     automount_service_account_token: Some(false),
                     enable_service_links: Some(false),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            localhost_profile: None,
-                        }),
-                        ..PodSecurityContext::default()
-                    }),
+                    security_context: Some(restricted_pod_context()),
                     volumes: (!volumes.is_empty()).then_some(volumes),
                     ..PodSpec::default()
                 }),
@@ -365,29 +355,6 @@ fn object_env(object: &Object<'_>) -> Vec<EnvVar> {
         secret_env(ACCESS_KEY_ID_KEY, secret, ACCESS_KEY_ID_KEY),
         secret_env(SECRET_ACCESS_KEY_KEY, secret, SECRET_ACCESS_KEY_KEY),
     ]
-}
-
-fn plain_env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: Some(value.to_owned()),
-        value_from: None,
-    }
-}
-
-fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: secret.to_owned(),
-                key: key.to_owned(),
-                optional: Some(false),
-            }),
-            ..EnvVarSource::default()
-        }),
-    }
 }
 
 #[cfg(test)]

@@ -14,10 +14,9 @@ use api::pods::{
 };
 use api::{Mode, Redis, RedisSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    ExecAction, HTTPGetAction, PersistentVolumeClaimVolumeSource, Pod, PodAffinityTerm,
-    PodAntiAffinity, PodSecurityContext, PodSpec, Probe, SeccompProfile, SecretKeySelector,
-    SecretVolumeSource, SecurityContext, TopologySpreadConstraint, Volume, VolumeMount,
+    Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction, HTTPGetAction,
+    PersistentVolumeClaimVolumeSource, Pod, PodAffinityTerm, PodAntiAffinity, PodSecurityContext,
+    PodSpec, Probe, SecurityContext, TopologySpreadConstraint, Volume, VolumeMount,
     WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -25,6 +24,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+
+pub(crate) mod pieces;
+
+use pieces::{
+    restricted_container_context, restricted_pod_context, secret_env, tls_mount, tls_secret_volume,
+};
 
 /// Annotation holding the hash of the pod spec a pod was built from (rolling updates compare it).
 pub const SPEC_HASH_ANNOTATION: &str = "myapp.tangx.in/pod-spec-hash";
@@ -225,16 +230,7 @@ fn build_pod_spec(name: &str, spec: &RedisSpec, restart_only: bool) -> PodSpec {
         failure_threshold: Some(3),
         ..Probe::default()
     };
-    let security_context = SecurityContext {
-        allow_privilege_escalation: Some(false),
-        capabilities: Some(Capabilities {
-            drop: Some(vec!["ALL".into()]),
-            add: None,
-        }),
-        read_only_root_filesystem: Some(true),
-        run_as_non_root: Some(true),
-        ..SecurityContext::default()
-    };
+    let security_context = restricted_container_context();
     let mut containers = vec![Container {
         name: CONTAINER.into(),
         image: Some(spec.image().to_owned()),
@@ -279,15 +275,10 @@ fn build_pod_spec(name: &str, spec: &RedisSpec, restart_only: bool) -> PodSpec {
     PodSpec {
         containers,
         security_context: Some(PodSecurityContext {
-            run_as_non_root: Some(true),
             run_as_user: Some(REDIS_UID),
             run_as_group: Some(REDIS_GID),
             fs_group: Some(REDIS_GID),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".into(),
-                localhost_profile: None,
-            }),
-            ..PodSecurityContext::default()
+            ..restricted_pod_context()
         }),
         volumes: Some(
             std::iter::once(data_volume(spec))
@@ -461,45 +452,6 @@ fn exporter_container(
 /// controller has redis-server load it (`tls`).
 fn tls_volume(tls: &api::TlsSpec) -> Volume {
     tls_secret_volume(tls, 0o440)
-}
-
-/// The Secret of `spec.tls` as the volume `api::tls::VOLUME`, its files with `mode`.
-pub(crate) fn tls_secret_volume(tls: &api::TlsSpec, mode: i32) -> Volume {
-    Volume {
-        name: api::tls::VOLUME.into(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(tls.secret_ref.name.clone()),
-            default_mode: Some(mode),
-            optional: Some(false),
-            ..SecretVolumeSource::default()
-        }),
-        ..Volume::default()
-    }
-}
-
-pub(crate) fn tls_mount() -> VolumeMount {
-    VolumeMount {
-        name: api::tls::VOLUME.into(),
-        mount_path: api::tls::MOUNT_PATH.into(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    }
-}
-
-/// An environment variable read from a key of a Secret (which must exist).
-fn secret_env(var: &str, secret: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: var.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: secret.to_owned(),
-                key: key.to_owned(),
-                optional: Some(false),
-            }),
-            ..EnvVarSource::default()
-        }),
-    }
 }
 
 /// `/data`: an emptyDir, or with `spec.storage` the ordinal's claim. The claim's name is left
