@@ -10,12 +10,14 @@
 //!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e),
 //!   `placement` (§3h), `network_policy` (§3j), `tls` (§3k), `acl` (§3l), and `syntax` (names, label keys and
 //!   values).
-//! - §3 pod names, labels and the selector, the keys the operator owns on its pods, the topology
-//!   keys of the default spread: [`pods`].
+//! - §3 pod names, labels and the selector, the keys the operator owns on its pods (the
+//!   spec-hash annotation among them), the containers' names, the topology keys of the default
+//!   spread: [`pods`].
 //! - §3d persistence (claims, retention, sizes, the claim rules): [`storage`].
 //! - §3e the metrics exporter sidecar: [`exporter`].
 //! - §3j who may reach the pods (the NetworkPolicy's settings): [`network_policy`].
-//! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli): [`tls`].
+//! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli, the one crypto
+//!   provider of every TLS connection): [`tls`].
 //! - §3l ACL users (the operator's users, its Secret, the grammar of a user's rules): [`acl`].
 //! - §3m Redis's own configuration (the directives, their values, live or restart, the derived
 //!   maxmemory): [`config`].
