@@ -10,25 +10,29 @@
 //!   `image`, `replication` (§3b), `auth` (§3c), `pdb`, `storage` (§3d), `exporter` (§3e),
 //!   `placement` (§3h), `network_policy` (§3j), `tls` (§3k), `acl` (§3l), and `syntax` (names, label keys and
 //!   values).
-//! - §3 pod names, labels and the selector, the keys the operator owns on its pods, the topology
-//!   keys of the default spread: [`pods`].
+//! - §3 pod names, labels and the selector, the keys the operator owns on its pods (the
+//!   spec-hash annotation among them), the containers' names, the topology keys of the default
+//!   spread: [`pods`].
 //! - §3d persistence (claims, retention, sizes, the claim rules): [`storage`].
 //! - §3e the metrics exporter sidecar: [`exporter`].
 //! - §3j who may reach the pods (the NetworkPolicy's settings): [`network_policy`].
-//! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli): [`tls`].
+//! - §3k TLS (the Secret's files, the arguments of redis-server and redis-cli, the one crypto
+//!   provider of every TLS connection): [`tls`].
 //! - §3l ACL users (the operator's users, its Secret, the grammar of a user's rules): [`acl`].
 //! - §3m Redis's own configuration (the directives, their values, live or restart, the derived
 //!   maxmemory): [`config`].
 //! - §3n how clients reach a Redis (its client Service's type and settings): [`service`].
 //! - §3o backups and restores (the `RedisBackup` kind, `spec.backup`, `spec.restore`, object
-//!   keys and labels): [`backup`].
+//!   keys and labels): [`backup`]; what the `redis-backup` binary takes and says (its flags, its
+//!   result and failure lines), for the `backup` crate and the controller alike: [`backup_run`].
 //!
 //! The modules form layers, each using only those below it: [`schema`] and [`secret`]; then
-//! [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s,
+//! [`backup_run`]; then [`types`] (which holds [`storage`]'s, [`exporter`]'s, [`network_policy`]'s, [`tls`]'s,
 //! [`acl`]'s, [`service`]'s and [`backup`]'s spec types) and [`pods`]; [`defaults`] and [`config`]; [`validation`]; [`crd`]. The crate root holds only constants and [`Error`], and re-exports.
 
 pub mod acl;
 pub mod backup;
+pub mod backup_run;
 pub mod config;
 pub mod crd;
 pub mod defaults;

@@ -1,5 +1,6 @@
-//! Names and labels of the pods a `Redis` owns (DESIGN §3). Both the controller (which creates
-//! and selects pods) and the status selector use these, so they can never disagree.
+//! Names and labels of the pods a `Redis` owns (DESIGN §3), their containers' names and the
+//! spec-hash annotation. Both the controller (which creates, reads and selects pods) and the
+//! status selector use these, so they can never disagree.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,14 @@ pub const ROLE_REPLICA: &str = "replica";
 pub const HOSTNAME_TOPOLOGY_KEY: &str = "kubernetes.io/hostname";
 /// The node label naming the node's zone (set by cloud providers; absent on many other clusters).
 pub const ZONE_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
+
+/// The annotation holding the hash of the pod spec a pod was built from (rolling updates compare
+/// it with the current one).
+pub const SPEC_HASH_ANNOTATION: &str = "myapp.tangx.in/pod-spec-hash";
+/// The name of the pods' redis-server container.
+pub const CONTAINER: &str = "redis";
+/// The name of the metrics sidecar (`spec.exporter`).
+pub const EXPORTER_CONTAINER: &str = "exporter";
 
 /// The label naming the pod it is on (its value is the pod's name), as StatefulSets'
 /// `statefulset.kubernetes.io/pod-name`: what a per-pod Service (`spec.service.perPod`) selects.

@@ -7,6 +7,18 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The rustls crypto provider of every TLS connection and key in the workspace (the webhook's
+/// server, the controller's client to the pods, `redis-backup`'s client and the process default
+/// its S3 client takes, their tests): the one place it is chosen. ring rather than rustls's
+/// default aws-lc: no C build (cmake, a C compiler) for the images, and kube's client is built
+/// with ring too. rustls 0.23.48 deprecates ring's provider (it has no post-quantum key
+/// exchange), so the warning is silenced here and only here.
+#[allow(deprecated)]
+pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
 
 /// Where every container of a TLS pod finds the Secret's files.
 pub const MOUNT_PATH: &str = "/tls";

@@ -1,70 +1,11 @@
-//! The one error type of the crate. Every error carries a stable reason word ([`Reason`]), the
-//! first word of the line `redis-backup` writes to stderr and to its result file, so that the
-//! controller can tell a refused password from an unreachable bucket without parsing prose.
+//! The one error type of the crate. Every error carries a stable reason word ([`Reason`], defined
+//! in `api::backup_run` with the line's format, which the controller reads), the first word of
+//! the line `redis-backup` writes to stderr and to its result file, so that the controller can
+//! tell a refused password from an unreachable bucket without parsing prose.
 
 use std::time::Duration;
 
-/// The stable first word of a failure line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// No TCP connection (or TLS handshake) to the redis-server.
-    RedisUnreachable,
-    /// The redis-server answered a step with an error (`-ERR`, `-NOPERM`, `-LOADING`, ...).
-    RedisRefused,
-    /// The redis-server refused the login (`-WRONGPASS`, `-NOAUTH`, ...).
-    AuthFailed,
-    /// S3 refused the credentials or the action (HTTP 401/403).
-    S3Denied,
-    /// No connection to S3.
-    S3Unreachable,
-    /// Any other S3 failure.
-    S3Error,
-    /// The object to restore does not exist (restore only).
-    S3NotFound,
-    /// What the redis-server (or the object) sent is not a well-formed RDB transfer.
-    BadStream,
-    /// The redis-server sent nothing for longer than the read timeout.
-    Timeout,
-    /// The object's bytes do not have the SHA-256 recorded for it (restore only).
-    ChecksumMismatch,
-    /// No (usable) SHA-256 is recorded for the object (restore only).
-    NoChecksum,
-    /// A local file operation failed.
-    Io,
-    /// A flag or a file it names cannot be used (a CA file that is not PEM, a part size out of
-    /// bounds, an object key S3 cannot take).
-    BadConfig,
-    /// SIGTERM or SIGINT stopped the backup (the Job was deleted or ran out of time); the upload
-    /// was aborted.
-    Interrupted,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::RedisUnreachable => "RedisUnreachable",
-            Reason::RedisRefused => "RedisRefused",
-            Reason::AuthFailed => "AuthFailed",
-            Reason::S3Denied => "S3Denied",
-            Reason::S3Unreachable => "S3Unreachable",
-            Reason::S3Error => "S3Error",
-            Reason::S3NotFound => "S3NotFound",
-            Reason::BadStream => "BadStream",
-            Reason::Timeout => "Timeout",
-            Reason::ChecksumMismatch => "ChecksumMismatch",
-            Reason::NoChecksum => "NoChecksum",
-            Reason::Io => "Io",
-            Reason::BadConfig => "BadConfig",
-            Reason::Interrupted => "Interrupted",
-        }
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use api::backup_run::Reason;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -176,7 +117,10 @@ impl Error {
             }
             source = cause.source();
         }
-        one_line(&format!("{}: {}", self.reason(), text), MAX_LINE)
+        one_line(
+            &api::backup_run::failure_line(self.reason(), &text),
+            MAX_LINE,
+        )
     }
 }
 

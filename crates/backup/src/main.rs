@@ -6,6 +6,9 @@
 //! exit status 1. Secrets come from the environment only (`REDIS_PASSWORD`,
 //! `AWS_SECRET_ACCESS_KEY`, ...), never from flags, so they never show in a command line.
 
+use api::backup_run::{
+    BackupResult, DeleteResult, Reason, RestoreResult, env as contract_env, flag, subcommand,
+};
 use backup::restore::Layout;
 use backup::s3::Purpose;
 use backup::tls::TlsFiles;
@@ -31,10 +34,13 @@ struct Cli {
 enum Command {
     /// Takes a full RDB of one redis-server over the replication protocol and streams it into
     /// an S3 object (with its SHA-256 in `<key>.sha256` beside it).
+    #[command(name = subcommand::BACKUP)]
     Backup(BackupArgs),
     /// Downloads a backup into a data directory that holds no dataset yet.
+    #[command(name = subcommand::RESTORE)]
     Restore(RestoreArgs),
     /// Deletes a backup's object and its checksum.
+    #[command(name = subcommand::DELETE)]
     Delete(DeleteArgs),
 }
 
@@ -47,19 +53,19 @@ struct DeleteArgs {
 #[derive(Args)]
 struct S3Args {
     /// S3 endpoint, e.g. http://10.88.0.1:9000 (AWS's for the region when unset).
-    #[arg(long, env = "S3_ENDPOINT")]
+    #[arg(long, env = contract_env::S3_ENDPOINT)]
     endpoint: Option<String>,
     /// The region the requests are signed for.
-    #[arg(long, env = "S3_REGION", default_value = "us-east-1")]
+    #[arg(long, env = contract_env::S3_REGION, default_value = api::backup::DEFAULT_REGION)]
     region: String,
     /// The bucket (it must exist).
-    #[arg(long, env = "S3_BUCKET")]
+    #[arg(long, env = contract_env::S3_BUCKET)]
     bucket: String,
     /// The object's key.
-    #[arg(long, env = "S3_KEY")]
+    #[arg(long, env = contract_env::S3_KEY)]
     key: String,
     /// Path-style addressing (http://endpoint/bucket/key) rather than virtual-hosted.
-    #[arg(long, env = "S3_FORCE_PATH_STYLE", default_value_t = true, action = ArgAction::Set,
+    #[arg(long, env = contract_env::S3_FORCE_PATH_STYLE, default_value_t = true, action = ArgAction::Set,
           num_args = 0..=1, default_missing_value = "true")]
     force_path_style: bool,
     /// Where the one-line outcome is also written (the container's termination message); a
@@ -74,8 +80,8 @@ impl S3Args {
             endpoint: self.endpoint.clone(),
             region: self.region.clone(),
             bucket: self.bucket.clone(),
-            access_key_id: env("AWS_ACCESS_KEY_ID"),
-            secret_access_key: env("AWS_SECRET_ACCESS_KEY"),
+            access_key_id: env(api::backup::ACCESS_KEY_ID_KEY),
+            secret_access_key: env(api::backup::SECRET_ACCESS_KEY_KEY),
             force_path_style: self.force_path_style,
         }
     }
@@ -84,21 +90,21 @@ impl S3Args {
 #[derive(Args)]
 struct BackupArgs {
     /// The redis-server to back up (a name or an IP).
-    #[arg(long, env = "REDIS_HOST")]
+    #[arg(long = flag::HOST, env = "REDIS_HOST")]
     host: String,
-    #[arg(long, env = "REDIS_PORT", default_value_t = 6379)]
+    #[arg(long = flag::PORT, env = "REDIS_PORT", default_value_t = 6379)]
     port: u16,
     /// CA certificates (PEM) of the redis-server's certificate: turns TLS on.
-    #[arg(long, env = "REDIS_TLS_CA_FILE")]
+    #[arg(long = flag::TLS_CA_FILE, env = "REDIS_TLS_CA_FILE")]
     tls_ca_file: Option<PathBuf>,
     /// Client certificate (PEM) shown to the redis-server, with --tls-key-file.
-    #[arg(long, env = "REDIS_TLS_CERT_FILE", requires = "tls_key_file")]
+    #[arg(long = flag::TLS_CERT_FILE, env = "REDIS_TLS_CERT_FILE", requires = "tls_key_file")]
     tls_cert_file: Option<PathBuf>,
     /// The key (PEM) of --tls-cert-file.
-    #[arg(long, env = "REDIS_TLS_KEY_FILE", requires = "tls_cert_file")]
+    #[arg(long = flag::TLS_KEY_FILE, env = "REDIS_TLS_KEY_FILE", requires = "tls_cert_file")]
     tls_key_file: Option<PathBuf>,
     /// The name the redis-server's certificate must carry (default: --host).
-    #[arg(long, env = "REDIS_TLS_SERVER_NAME")]
+    #[arg(long = flag::TLS_SERVER_NAME, env = "REDIS_TLS_SERVER_NAME")]
     tls_server_name: Option<String>,
     /// How long any read from the redis-server may wait for a byte (also the connection).
     #[arg(long, env = "REDIS_READ_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
@@ -113,24 +119,24 @@ struct BackupArgs {
 #[derive(Args)]
 struct RestoreArgs {
     /// redis-server's `dir`: left alone when it holds <dbfilename> or <appenddirname>.
-    #[arg(long, env = "DATA_DIR", default_value = "/data")]
+    #[arg(long = flag::DATA_DIR, env = "DATA_DIR", default_value = "/data")]
     data_dir: PathBuf,
     /// redis-server's `dbfilename`.
     #[arg(long, env = "REDIS_DBFILENAME", default_value = "dump.rdb")]
     dbfilename: String,
     /// Place the RDB as the base of Redis 7's multi-part AOF (for `appendonly yes`).
-    #[arg(long, env = "REDIS_APPENDONLY", default_value_t = false, action = ArgAction::Set,
+    #[arg(long = flag::APPEND_ONLY, env = "REDIS_APPENDONLY", default_value_t = false, action = ArgAction::Set,
           num_args = 0..=1, default_missing_value = "true")]
     append_only: bool,
     /// redis-server's `appendfilename`.
-    #[arg(long, env = "REDIS_APPENDFILENAME", default_value = "appendonly.aof")]
+    #[arg(long = flag::APPENDFILENAME, env = "REDIS_APPENDFILENAME", default_value = "appendonly.aof")]
     appendfilename: String,
     /// redis-server's `appenddirname`.
-    #[arg(long, env = "REDIS_APPENDDIRNAME", default_value = "appendonlydir")]
+    #[arg(long = flag::APPENDDIRNAME, env = "REDIS_APPENDDIRNAME", default_value = "appendonlydir")]
     appenddirname: String,
     /// The SHA-256 (hex) the object must have, as its backup's result said; when unset, the
     /// one in `<key>.sha256` beside it.
-    #[arg(long, env = "BACKUP_SHA256")]
+    #[arg(long = flag::EXPECTED_SHA256, env = "BACKUP_SHA256")]
     expected_sha256: Option<String>,
     #[command(flatten)]
     s3: S3Args,
@@ -154,9 +160,9 @@ fn main() -> ExitCode {
             let what = text.split("\n\n").next().unwrap_or_default();
             let what: Vec<&str> = what.split_whitespace().collect();
             let line = backup::error::one_line(
-                &format!(
-                    "BadConfig: {}",
-                    what.join(" ").trim_start_matches("error: ")
+                &api::backup_run::failure_line(
+                    Reason::BadConfig,
+                    what.join(" ").trim_start_matches("error: "),
                 ),
                 backup::error::MAX_LINE,
             );
@@ -228,21 +234,13 @@ fn write_result(path: &std::path::Path, line: &str) {
     }
 }
 
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct BackupResult {
-    location: String,
-    size: u64,
-    sha256: String,
-    replication_offset: i64,
-    replid: String,
-}
-
 async fn delete(args: DeleteArgs) -> Result<String, Error> {
     let settings = args.s3.settings();
     let s3 = S3::new(settings.clone(), Purpose::Upload)?;
     s3.delete(&args.s3.key).await?;
-    Ok(serde_json::json!({"deleted": settings.location(&args.s3.key)}).to_string())
+    json(&DeleteResult {
+        deleted: settings.location(&args.s3.key),
+    })
 }
 
 async fn backup(args: BackupArgs) -> Result<String, Error> {
@@ -270,8 +268,8 @@ async fn backup(args: BackupArgs) -> Result<String, Error> {
     let source = RedisSource {
         host: args.host.clone(),
         port: args.port,
-        username: env("REDIS_USERNAME"),
-        password: env("REDIS_PASSWORD"),
+        username: env(contract_env::REDIS_USERNAME),
+        password: env(contract_env::REDIS_PASSWORD),
         tls,
         read_timeout: args.read_timeout,
     };
@@ -290,7 +288,7 @@ async fn backup(args: BackupArgs) -> Result<String, Error> {
         location: settings.location(&args.s3.key),
         size: snapshot.size,
         sha256: snapshot.sha256,
-        replication_offset: snapshot.replication_offset,
+        replication_offset: Some(snapshot.replication_offset),
         replid: snapshot.replid,
     };
     json(&result)
@@ -336,31 +334,66 @@ async fn restore(args: RestoreArgs) -> Result<String, Error> {
     )
     .await?
     {
-        RestoreOutcome::DataPresent => json(&NotRestored {
-            restored: false,
-            reason: "DataPresent",
-        }),
-        RestoreOutcome::Restored(restored) => json(&RestoreResult {
-            restored: true,
-            size: restored.size,
-            sha256: restored.sha256,
-        }),
+        RestoreOutcome::DataPresent => json(&RestoreResult::data_present()),
+        RestoreOutcome::Restored(restored) => {
+            json(&RestoreResult::restored(restored.size, restored.sha256))
+        }
     }
-}
-
-#[derive(serde::Serialize)]
-struct NotRestored {
-    restored: bool,
-    reason: &'static str,
-}
-
-#[derive(serde::Serialize)]
-struct RestoreResult {
-    restored: bool,
-    size: u64,
-    sha256: String,
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<String, Error> {
     serde_json::to_string(value).map_err(|e| Error::BadConfig(format!("JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api::backup_run::arg;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_flags_the_controller_passes_parse() {
+        Cli::command().debug_assert();
+        let s3 = ["--bucket", "b", "--key", "k"].map(str::to_owned);
+        let backup = [
+            "redis-backup".to_owned(),
+            subcommand::BACKUP.to_owned(),
+            arg(flag::HOST),
+            "10.0.0.1".to_owned(),
+            arg(flag::PORT),
+            "6380".to_owned(),
+            arg(flag::TLS_CA_FILE),
+            "/tls/ca.crt".to_owned(),
+            arg(flag::TLS_CERT_FILE),
+            "/tls/tls.crt".to_owned(),
+            arg(flag::TLS_KEY_FILE),
+            "/tls/tls.key".to_owned(),
+            arg(flag::TLS_SERVER_NAME),
+            "r.ns.svc".to_owned(),
+        ];
+        let parsed = Cli::try_parse_from(backup.iter().chain(&s3)).expect("parses");
+        assert!(
+            matches!(parsed.command, Command::Backup(a) if a.port == 6380 && a.tls_server_name.as_deref() == Some("r.ns.svc"))
+        );
+        let restore = [
+            "redis-backup".to_owned(),
+            subcommand::RESTORE.to_owned(),
+            arg(flag::DATA_DIR),
+            "/data".to_owned(),
+            arg(flag::EXPECTED_SHA256),
+            "ab".to_owned(),
+            arg(flag::APPEND_ONLY),
+            arg(flag::APPENDFILENAME),
+            "a.aof".to_owned(),
+            arg(flag::APPENDDIRNAME),
+            "aof".to_owned(),
+        ];
+        let parsed = Cli::try_parse_from(restore.iter().chain(&s3)).expect("parses");
+        assert!(
+            matches!(parsed.command, Command::Restore(a) if a.append_only && a.appenddirname == "aof")
+        );
+        let delete = ["redis-backup".to_owned(), subcommand::DELETE.to_owned()];
+        let parsed = Cli::try_parse_from(delete.iter().chain(&s3)).expect("parses");
+        assert!(matches!(parsed.command, Command::Delete(_)));
+    }
 }

@@ -48,7 +48,7 @@ impl TlsFiles {
                 ))
             })?;
         }
-        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(provider()))
+        let builder = rustls::ClientConfig::builder_with_provider(api::tls::crypto_provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::BadConfig(format!("TLS versions: {e}")))?
             .with_root_certificates(roots);
@@ -64,8 +64,12 @@ impl TlsFiles {
                 })?;
                 // Checked here: a key of another certificate would otherwise only show as a
                 // refused handshake.
-                rustls::sign::CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider())
-                    .map_err(|e| {
+                rustls::sign::CertifiedKey::from_der(
+                    chain.clone(),
+                    key.clone_key(),
+                    &api::tls::crypto_provider(),
+                )
+                .map_err(|e| {
                     Error::BadConfig(format!(
                         "{} and {} cannot be used as a client certificate: {e}",
                         cert_file.display(),
@@ -94,18 +98,12 @@ impl TlsFiles {
     }
 }
 
-/// The ring provider, as everywhere in the workspace. rustls 0.23.48 deprecates it (ring has no
-/// post-quantum key exchange); the workspace keeps ring over aws-lc (no C build), so the
-/// warning is silenced here and only here.
-#[allow(deprecated)]
-pub fn provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
-}
-
-/// Makes ring the process's default provider (object_store's HTTP client, reqwest without a
-/// provider of its own, takes the process's); a provider already installed stays.
+/// Makes the workspace's provider ([`api::tls::crypto_provider`]) the process's default
+/// (object_store's HTTP client, reqwest without a provider of its own, takes the process's); a
+/// provider already installed stays.
 pub fn install_provider() {
-    let _ = rustls::crypto::CryptoProvider::install_default(provider());
+    let provider = Arc::unwrap_or_clone(api::tls::crypto_provider());
+    let _ = rustls::crypto::CryptoProvider::install_default(provider);
 }
 
 fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {

@@ -28,7 +28,7 @@ pub struct CachedPod {
     /// The pod-name label (`api::pods::POD_NAME_LABEL`) names this pod: a per-pod Service
     /// selects it (pods made before the label are labelled in place).
     pub pod_name_labelled: bool,
-    /// The spec-hash annotation (`pod::SPEC_HASH_ANNOTATION`).
+    /// The spec-hash annotation (`api::pods::SPEC_HASH_ANNOTATION`).
     pub spec_hash: Option<String>,
     /// `status.phase`.
     pub phase: Option<String>,
@@ -84,14 +84,14 @@ impl CachedPod {
             .and_then(|s| {
                 s.containers
                     .into_iter()
-                    .find(|c| c.name == crate::pods::build::CONTAINER)
+                    .find(|c| c.name == api::pods::CONTAINER)
             })
             .and_then(|c| c.args)
             .map(|args| api::config::start_names(&args))
             .unwrap_or_default();
         let spec_hash = metadata
             .annotations
-            .and_then(|mut a| a.remove(crate::pods::build::SPEC_HASH_ANNOTATION));
+            .and_then(|mut a| a.remove(api::pods::SPEC_HASH_ANNOTATION));
         let mut labels = metadata.labels.unwrap_or_default();
         let pod_name_labelled = metadata.name.is_some()
             && labels.get(api::pods::POD_NAME_LABEL) == metadata.name.as_ref();
@@ -254,7 +254,7 @@ mod tests {
                 "labels": {api::pods::LABEL_INSTANCE: "r", api::pods::ROLE_LABEL: "primary",
                            api::pods::POD_NAME_LABEL: "r-0",
                            "app.kubernetes.io/managed-by": "redis-operator"},
-                "annotations": {crate::pods::build::SPEC_HASH_ANNOTATION: "abc", "other": "x"},
+                "annotations": {api::pods::SPEC_HASH_ANNOTATION: "abc", "other": "x"},
                 "ownerReferences": [{"apiVersion": "myapp.tangx.in/v1", "kind": "Redis",
                                      "name": "r", "uid": "ru", "controller": true}],
                 "deletionTimestamp": "2026-01-01T00:00:00Z",

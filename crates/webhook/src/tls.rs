@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-/// The crypto provider for both loading keys and serving (ring, as kube-rs uses).
+/// The crypto provider for both loading keys and serving: the workspace's one
+/// ([`api::tls::crypto_provider`]).
 pub fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    api::tls::crypto_provider()
 }
 
 /// Reads a PEM certificate chain (leaf first) and its private key, checking that they match.

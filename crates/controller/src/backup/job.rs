@@ -4,16 +4,21 @@
 //! Security, with the object store's credentials read from the tenant's Secret by the kubelet
 //! (`secretKeyRef`): the controller never reads them, and never connects to a tenant's endpoint.
 
+use crate::pods::build::pieces::{
+    plain_env, restricted_container_context, restricted_pod_context, secret_env, tls_mount,
+    tls_secret_volume,
+};
 use api::backup::{
     ACCESS_KEY_ID_KEY, BACKUP_OF_LABEL, BINARY, REDIS_NAME_LABEL, RedisBackup, S3Destination,
     SECRET_ACCESS_KEY_KEY,
 };
+use api::backup_run::{arg, env as contract_env, flag, subcommand};
 use api::pods::{LABEL_MANAGED_BY, MANAGED_BY};
 use api::{Redis, RedisSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EnvVar, EnvVarSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Volume, VolumeMount,
+    Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -103,10 +108,10 @@ pub fn backup_job(
     let namespace = backup.metadata.namespace.as_deref()?;
     let spec = &redis.spec;
     let mut args = vec![
-        "backup".to_owned(),
-        "--host".to_owned(),
+        subcommand::BACKUP.to_owned(),
+        arg(flag::HOST),
         source.ip.to_owned(),
-        "--port".to_owned(),
+        arg(flag::PORT),
         spec.port().to_string(),
     ];
     let mut volumes = Vec::new();
@@ -114,8 +119,8 @@ pub fn backup_job(
     if let Some(tls) = &spec.tls {
         args.extend(tls_args(redis_name, namespace, tls));
         // Read by the Job's uid, which is not the pods' fsGroup.
-        volumes.push(crate::pods::build::tls_secret_volume(tls, 0o444));
-        mounts.push(crate::pods::build::tls_mount());
+        volumes.push(tls_secret_volume(tls, 0o444));
+        mounts.push(tls_mount());
     }
     let mut env = login_env(redis_name, spec);
     env.extend(object_env(object));
@@ -147,7 +152,7 @@ pub fn delete_job(
 ) -> Option<Job> {
     let container = Container {
         name: DELETE_CONTAINER.into(),
-        args: Some(vec!["delete".to_owned()]),
+        args: Some(vec![subcommand::DELETE.to_owned()]),
         env: Some(object_env(object)),
         ..runner(image)
     };
@@ -173,26 +178,26 @@ pub fn restore_container(
     image: &str,
 ) -> Container {
     let mut args = vec![
-        "restore".to_owned(),
-        "--data-dir".to_owned(),
+        subcommand::RESTORE.to_owned(),
+        arg(flag::DATA_DIR),
         crate::pods::build::DATA_PATH.to_owned(),
     ];
     if let Some(sha256) = expected_sha256 {
-        args.extend(["--expected-sha256".to_owned(), sha256.to_owned()]);
+        args.extend([arg(flag::EXPECTED_SHA256), sha256.to_owned()]);
     }
     if spec
         .storage
         .as_ref()
         .is_some_and(api::StorageSpec::append_only)
     {
-        args.push("--append-only".to_owned());
+        args.push(arg(flag::APPEND_ONLY));
         let settings = api::config::settings(spec);
         for (directive, flag) in [
-            ("appendfilename", "--appendfilename"),
-            ("appenddirname", "--appenddirname"),
+            ("appendfilename", flag::APPENDFILENAME),
+            ("appenddirname", flag::APPENDDIRNAME),
         ] {
             if let Some(setting) = settings.iter().find(|s| s.name == directive) {
-                args.extend([flag.to_owned(), setting.value.clone()]);
+                args.extend([arg(flag), setting.value.clone()]);
             }
         }
     }
@@ -238,16 +243,9 @@ fn runner(image: &str) -> Container {
             ..ResourceRequirements::default()
         }),
         security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                add: None,
-            }),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
             run_as_user: Some(JOB_UID),
             run_as_group: Some(JOB_UID),
-            ..SecurityContext::default()
+            ..restricted_container_context()
         }),
         ..Container::default()
     }
@@ -295,14 +293,7 @@ fn job(
                     restart_policy: Some("Never".to_owned()),
                     automount_service_account_token: Some(false),
                     enable_service_links: Some(false),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            localhost_profile: None,
-                        }),
-                        ..PodSecurityContext::default()
-                    }),
+                    security_context: Some(restricted_pod_context()),
                     volumes: (!volumes.is_empty()).then_some(volumes),
                     ..PodSpec::default()
                 }),
@@ -319,16 +310,16 @@ fn login_env(redis_name: &str, spec: &RedisSpec) -> Vec<EnvVar> {
     if spec.acl.is_some() {
         let secret = api::acl::secret_name(redis_name);
         return vec![
-            plain_env("REDIS_USERNAME", api::acl::REPLICATION_USER),
+            plain_env(contract_env::REDIS_USERNAME, api::acl::REPLICATION_USER),
             secret_env(
-                "REDIS_PASSWORD",
+                contract_env::REDIS_PASSWORD,
                 &secret,
                 api::acl::REPLICATION_PASSWORD_KEY,
             ),
         ];
     }
     match spec.auth_secret() {
-        Some((secret, key)) => vec![secret_env("REDIS_PASSWORD", secret, key)],
+        Some((secret, key)) => vec![secret_env(contract_env::REDIS_PASSWORD, secret, key)],
         None => Vec::new(),
     }
 }
@@ -337,13 +328,13 @@ fn login_env(redis_name: &str, spec: &RedisSpec) -> Vec<EnvVar> {
 /// when asked for), and the name the operator checks.
 fn tls_args(redis_name: &str, namespace: &str, _tls: &api::TlsSpec) -> Vec<String> {
     vec![
-        "--tls-ca-file".to_owned(),
+        arg(flag::TLS_CA_FILE),
         api::tls::file(api::tls::CA_KEY),
-        "--tls-cert-file".to_owned(),
+        arg(flag::TLS_CERT_FILE),
         api::tls::file(api::tls::CERT_KEY),
-        "--tls-key-file".to_owned(),
+        arg(flag::TLS_KEY_FILE),
         api::tls::file(api::tls::PRIVATE_KEY_KEY),
-        "--tls-server-name".to_owned(),
+        arg(flag::TLS_SERVER_NAME),
         api::tls::server_name(redis_name, namespace),
     ]
 }
@@ -353,37 +344,17 @@ fn object_env(object: &Object<'_>) -> Vec<EnvVar> {
     let s3 = object.destination;
     let secret = &s3.credentials_secret_ref.name;
     vec![
-        plain_env("S3_ENDPOINT", &s3.endpoint),
-        plain_env("S3_REGION", s3.region()),
-        plain_env("S3_BUCKET", object.bucket),
-        plain_env("S3_KEY", object.key),
-        plain_env("S3_FORCE_PATH_STYLE", &s3.force_path_style().to_string()),
+        plain_env(contract_env::S3_ENDPOINT, &s3.endpoint),
+        plain_env(contract_env::S3_REGION, s3.region()),
+        plain_env(contract_env::S3_BUCKET, object.bucket),
+        plain_env(contract_env::S3_KEY, object.key),
+        plain_env(
+            contract_env::S3_FORCE_PATH_STYLE,
+            &s3.force_path_style().to_string(),
+        ),
         secret_env(ACCESS_KEY_ID_KEY, secret, ACCESS_KEY_ID_KEY),
         secret_env(SECRET_ACCESS_KEY_KEY, secret, SECRET_ACCESS_KEY_KEY),
     ]
-}
-
-fn plain_env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: Some(value.to_owned()),
-        value_from: None,
-    }
-}
-
-fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: secret.to_owned(),
-                key: key.to_owned(),
-                optional: Some(false),
-            }),
-            ..EnvVarSource::default()
-        }),
-    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,10 @@ use api::pods::{ROLE_PRIMARY, ROLE_REPLICA};
 use api::{Mode, Redis};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use serde::Deserialize;
 use std::sync::Arc;
 
 /// The most of a termination message read (the kubelet keeps 4 KiB of it).
 const MAX_MESSAGE_BYTES: usize = 4096;
-/// The most of a reason word kept from a failure message.
-const MAX_REASON_CHARS: usize = 40;
 
 /// The pod to read: a linked replica in Replication mode (the one least behind, by the Redis's
 /// status), the primary only when the Redis has no replica at all; the first Ready pod in
@@ -113,15 +110,7 @@ pub fn job_failure(job: &Job) -> Option<(String, String)> {
 }
 
 /// What `redis-backup backup` reports on success (its termination message).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BackupResult {
-    pub location: String,
-    pub size: u64,
-    pub sha256: String,
-    #[serde(default)]
-    pub replication_offset: Option<i64>,
-}
+pub use api::backup_run::BackupResult;
 
 /// The result in a termination message: its last line that is one (the message may be the
 /// log's tail).
@@ -149,16 +138,9 @@ pub fn parse_failure(message: &str) -> (String, String) {
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default()
         .trim();
-    let (reason, rest) = match line.split_once(':') {
-        Some((word, rest))
-            if !word.is_empty()
-                && word.len() <= MAX_REASON_CHARS
-                && word.chars().all(|c| c.is_ascii_alphanumeric())
-                && word.starts_with(|c: char| c.is_ascii_uppercase()) =>
-        {
-            (word.to_owned(), rest.trim())
-        }
-        _ => ("BackupFailed".to_owned(), line),
+    let (reason, rest) = match api::backup_run::split_failure(line) {
+        Some((word, rest)) => (word.to_owned(), rest),
+        None => ("BackupFailed".to_owned(), line),
     };
     let message = if rest.is_empty() {
         "the backup pod said nothing (see its log)".to_owned()
@@ -319,6 +301,7 @@ mod tests {
                 size: 42,
                 sha256: sha,
                 replication_offset: Some(7),
+                replid: "x".to_owned(),
             })
         );
         assert_eq!(

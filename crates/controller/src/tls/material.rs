@@ -76,7 +76,7 @@ pub fn parse(data: &BTreeMap<String, Vec<u8>>) -> Result<Material, String> {
     let chain = certificates(CERT_KEY)?;
     let key = PrivateKeyDer::from_pem_slice(get(PRIVATE_KEY_KEY)?)
         .map_err(|e| format!("{PRIVATE_KEY_KEY} is not a PEM private key: {e}"))?;
-    let provider = rustls::crypto::ring::default_provider();
+    let provider = api::tls::crypto_provider();
     rustls::sign::CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider).map_err(
         |e| match e {
             rustls::Error::InconsistentKeys(_) => {

@@ -433,7 +433,7 @@ pub fn client_config(
             return Err("ca.crt holds a certificate that is not a CA certificate".to_owned());
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = api::tls::crypto_provider();
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS settings: {e}"))?

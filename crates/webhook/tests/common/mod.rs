@@ -129,7 +129,7 @@ pub fn client_config(
             roots.add(cert.expect("ca pem")).expect("ca added");
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = api::tls::crypto_provider();
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .expect("versions")

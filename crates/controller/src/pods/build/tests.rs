@@ -1,6 +1,9 @@
 //! Tests of `pods::build`.
 
+use super::launch::acl_launcher;
 use super::*;
+use crate::redis_server::{FENCE_HOST, FENCE_PORT};
+use k8s_openapi::api::core::v1::Container;
 use serde_json::json;
 
 #[test]
