@@ -16,17 +16,21 @@
 //! own is never written: the Redis is not Ready (`ACLSecretConflict`) until it is gone.
 //!
 //! - [`users`]: which users, and their arguments and config lines (pure).
+//! - [`plan`]: the Secret's passwords and users, which pods to give the users, and what the
+//!   pass found and reports (pure).
 //! - [`status`]: the `UsersApplied` condition, and Ready False without a login (pure).
+//! - this module: the memory, the reads and writes of the Secrets, `ACL SETUSER` and the Events.
 
+pub mod plan;
 pub mod status;
 pub mod users;
 
 use crate::Error;
 use crate::auth;
 use crate::cached::CachedPod;
+use crate::k8s;
 use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::events::publish;
-use crate::k8s::{self, controlled_by};
 use crate::redis_server::{Login, Server, TlsClient, refuses_auth};
 use crate::step::Step;
 use api::Redis;
@@ -37,6 +41,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
+pub use plan::Settled;
+use plan::{Applied, Given};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use users::{Passwords, User};
@@ -51,19 +57,6 @@ pub const USERS_REFUSED: &str = "UsersRefused";
 #[derive(Default)]
 pub struct State {
     by_redis: ByRedis<Applied>,
-}
-
-#[derive(Default, Clone)]
-struct Applied {
-    /// The config lines of the users last applied (their digest, in effect).
-    users: String,
-    /// Pods (by uid) given exactly those users.
-    pods: Vec<String>,
-    /// The failure last published, so a repeated one is not published every pass.
-    reported: Option<String>,
-    /// The operator's Secret as last read or written: read again only when the metadata cache
-    /// shows another resourceVersion.
-    secret: Option<Secret>,
 }
 
 impl State {
@@ -85,23 +78,6 @@ impl Remembers for State {
     fn keep_only(&self, exists: &dyn Fn(&str) -> bool) {
         self.by_redis.keep_only(exists);
     }
-}
-
-/// What one pass found.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Settled {
-    /// The operator user's password: the login of every other step. `None` without a Secret
-    /// the operator owns.
-    pub password: Option<String>,
-    /// Pods not (yet) given the current users: unreachable, or refusing some (see `failure`).
-    pub pending: Vec<String>,
-    /// Pods that refuse both the operator's login and the default user's: nothing can reach
-    /// them (the replication engine waits, as for a refused password).
-    pub locked_out: Vec<String>,
-    /// Why the users cannot all be applied.
-    pub failure: Option<String>,
-    /// `failure` is new: published as a Warning Event.
-    pub report: bool,
 }
 
 impl Settled {
@@ -178,8 +154,7 @@ pub async fn apply(
 ) -> Result<Settled, Error> {
     let (settled, updated) = settle(state, auth, client, redis, pods, tls).await?;
     let reference = redis.object_ref(&());
-    if !updated.is_empty() {
-        let note = format!("Gave pod(s) {} the current users", updated.join(", "));
+    if let Some(note) = plan::updated_note(&updated) {
         tracing::info!(redis = %redis.name_any(), %note, "ACL users applied");
         publish(
             recorder,
@@ -226,107 +201,33 @@ pub async fn settle(
     let uid = redis.metadata.uid.clone().unwrap_or_default();
     let (name, namespace) = k8s::name_and_namespace(&redis.metadata)?;
     let port = u16::try_from(redis.spec.port()).unwrap_or_default();
-
-    // The passwords of spec.auth and of every user, each from its Secret.
-    let mut problems = Vec::new();
-    let default = match redis.spec.auth_secret() {
-        None => None,
-        Some((secret, key)) => {
-            match auth::secret_value(auth, client, &uid, (namespace, secret, key)).await? {
-                Ok(password) => Some(password),
-                Err(why) => {
-                    problems.push(format!("spec.auth: {why}"));
-                    None
-                }
-            }
-        }
-    };
-    let mut passwords = HashMap::new();
-    for user in &acl.users {
-        let slot = format!("{uid}/{}", user.name);
-        let (secret, key) = user.secret();
-        match auth::secret_value(auth, client, &slot, (namespace, secret, key)).await? {
-            Ok(password) => {
-                passwords.insert(user.name.clone(), password);
-            }
-            Err(why) => problems.push(format!("user {}: {why}", user.name)),
-        }
-    }
+    let read = read_passwords(auth, client, redis, &uid, namespace).await?;
 
     // The operator's Secret, with its generated passwords.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let secret_name = api::acl::secret_name(name);
-    let kept = state.map().get(&uid).and_then(|a| a.secret.clone());
-    let current = match (kept, auth.cached_version(namespace, &secret_name)) {
-        (Some(kept), Some(Some(version)))
-            if kept.metadata.resource_version.as_deref() == Some(version.as_str()) =>
-        {
-            Some(kept)
-        }
-        _ => secrets.get_opt(&secret_name).await.map_err(Error::Kube)?,
-    };
-    if let Some(current) = &current
-        && !controlled_by(current, &uid)
-    {
-        let failure = format!(
-            "Secret {secret_name} exists and is not this Redis's ({}): the operator keeps its users' passwords there; delete or rename it",
-            k8s::controller_of(current)
-        );
+    let current = operators_secret(state, auth, &secrets, (&uid, namespace, &secret_name)).await?;
+    if let Some(failure) = plan::conflict(current.as_ref(), &uid, &secret_name) {
         return Ok((report(state, &uid, Settled::failed(failure)), Vec::new()));
     }
     let data = current
         .as_ref()
         .and_then(|s| s.data.clone())
         .unwrap_or_default();
-    let generated = |key: &str| -> Result<String, Error> {
-        match data
-            .get(key)
-            .and_then(|v| String::from_utf8(v.0.clone()).ok())
-        {
-            Some(p) if users::is_generated(&p) => Ok(p),
-            _ => users::generate().map_err(Error::Acl),
-        }
+    let generated = |key: &str| match plan::kept_password(&data, key) {
+        Some(p) => Ok(p),
+        None => users::generate().map_err(Error::Acl),
     };
     let operator = generated(OPERATOR_PASSWORD_KEY)?;
     let replication = generated(REPLICATION_PASSWORD_KEY)?;
-    let wanted = if problems.is_empty() {
-        users::desired(
-            acl,
-            Passwords {
-                default: default.as_deref(),
-                operator: &operator,
-                replication: &replication,
-                users: &passwords,
-            },
-        )
-        .map_err(|why| problems.push(why))
-        .ok()
-    } else {
-        None
+    let passwords = Passwords {
+        default: read.default.as_deref(),
+        operator: &operator,
+        replication: &replication,
+        users: &read.users,
     };
-    // The users a container starting now loads: only users some running pod of this Redis took
-    // whole, since redis-server refuses to start on a user line it rejects (a command its
-    // version lacks): the Secret's, or on a new Secret the operator's own and the default user.
-    let loaded = match data.get(USERS_KEY) {
-        Some(kept) => String::from_utf8_lossy(&kept.0).into_owned(),
-        None => {
-            let own = api::acl::AclSpec {
-                users: Vec::new(),
-                ..acl.clone()
-            };
-            let own = users::desired(
-                &own,
-                Passwords {
-                    default: default.as_deref(),
-                    operator: &operator,
-                    replication: &replication,
-                    users: &HashMap::new(),
-                },
-            )
-            .map_err(Error::Acl)?;
-            users::config_lines(&own)
-        }
-    };
+    let wanted = plan::wanted(acl, passwords, read.problems);
+    let loaded = plan::loaded(&data, acl, passwords).map_err(Error::Acl)?;
     let keeper = SecretKeeper {
         api: &secrets,
         redis,
@@ -336,87 +237,28 @@ pub async fn settle(
     };
     let written = keeper.keep(current, &loaded).await?;
     state.map().entry(uid.clone()).or_default().secret = Some(written.clone());
-
-    let mut settled = Settled {
-        password: Some(operator.clone()),
-        ..Settled::default()
-    };
-    let Some(wanted) = wanted else {
-        settled.failure = Some(format!(
-            "the users are not applied: {}",
-            problems.join("; ")
-        ));
-        settled.pending = pods.iter().map(|p| p.name_any()).collect();
-        return Ok((report(state, &uid, settled), Vec::new()));
+    let wanted = match wanted {
+        Ok(wanted) => wanted,
+        Err(failure) => {
+            let settled = plan::unapplied(operator.clone(), failure, pods);
+            return Ok((report(state, &uid, settled), Vec::new()));
+        }
     };
 
     // Every pod not yet given these users.
     let lines = users::config_lines(&wanted);
     let applied = state.map().get(&uid).cloned().unwrap_or_default();
-    let same_users = applied.users == lines;
-    let live: Vec<&Arc<CachedPod>> = pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect();
-    let todo: Vec<&Arc<CachedPod>> = live
-        .iter()
-        .copied()
-        .filter(|p| {
-            !(same_users
-                && p.metadata
-                    .uid
-                    .as_ref()
-                    .is_some_and(|u| applied.pods.contains(u)))
-        })
-        .collect();
-    let args: Vec<(&str, &[String])> = wanted
-        .iter()
-        .map(|u: &User| (u.name.as_str(), u.args.as_slice()))
-        .collect();
+    let todo = plan::pods(&lines, &applied, pods);
     let logins = [
         Login {
             user: Some(OPERATOR_USER),
             password: Some(&operator),
         },
-        Login::password(default.as_deref()),
+        Login::password(read.default.as_deref()),
     ];
-    let outcomes = future::join_all(
-        todo.iter()
-            .map(|pod| give_users(pod, port, tls, &logins, &args, &replication)),
-    )
-    .await;
-    let mut done: Vec<String> = if same_users {
-        applied
-            .pods
-            .iter()
-            .filter(|u| live.iter().any(|p| p.metadata.uid.as_ref() == Some(*u)))
-            .cloned()
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut updated = Vec::new();
-    let mut refused = Vec::new();
-    for (pod, outcome) in todo.iter().zip(outcomes) {
-        let pod_name = pod.name_any();
-        match outcome {
-            Given::Done => {
-                done.extend(pod.metadata.uid.clone());
-                updated.push(pod_name);
-            }
-            Given::Refused(why) => {
-                refused.push(format!("pod {pod_name}: {why}"));
-                settled.pending.push(pod_name);
-            }
-            Given::LockedOut => {
-                settled.locked_out.push(pod_name.clone());
-                settled.pending.push(pod_name);
-            }
-            Given::Unreachable => settled.pending.push(pod_name),
-        }
-    }
-    // A pod took them all: containers started from now on load them too.
-    if !done.is_empty() && refused.is_empty() && lines != loaded {
+    let answers = give_all(&todo.give, port, tls, &logins, &wanted, &replication).await;
+    let tally = plan::tally(operator.clone(), todo, answers);
+    if tally.loads(&lines, &loaded) {
         let written = keeper.keep(Some(written), &lines).await?;
         state.map().entry(uid.clone()).or_default().secret = Some(written);
     }
@@ -424,12 +266,69 @@ pub async fn settle(
         let mut map = state.map();
         let entry = map.entry(uid.clone()).or_default();
         entry.users = lines;
-        entry.pods = done;
+        entry.pods = tally.done;
     }
-    if !refused.is_empty() {
-        settled.failure = Some(refused.join("; "));
+    Ok((report(state, &uid, tally.settled), tally.updated))
+}
+
+/// The passwords of `spec.auth` and of every user of `spec.acl`, each from its Secret, and what
+/// kept any from being read.
+struct ReadPasswords {
+    default: Option<String>,
+    users: HashMap<String, String>,
+    problems: Vec<String>,
+}
+
+/// Reads the passwords of `redis`'s `spec.auth` and `spec.acl` users (their slots in the auth
+/// step's memory are `uid` and `uid/<user>`).
+async fn read_passwords(
+    auth: &auth::State,
+    client: &Client,
+    redis: &Redis,
+    uid: &str,
+    namespace: &str,
+) -> Result<ReadPasswords, Error> {
+    let mut read = ReadPasswords {
+        default: None,
+        users: HashMap::new(),
+        problems: Vec::new(),
+    };
+    if let Some((secret, key)) = redis.spec.auth_secret() {
+        match auth::secret_value(auth, client, uid, (namespace, secret, key)).await? {
+            Ok(password) => read.default = Some(password),
+            Err(why) => read.problems.push(format!("spec.auth: {why}")),
+        }
     }
-    Ok((report(state, &uid, settled), updated))
+    for user in redis.spec.acl.iter().flat_map(|acl| &acl.users) {
+        let slot = format!("{uid}/{}", user.name);
+        let (secret, key) = user.secret();
+        match auth::secret_value(auth, client, &slot, (namespace, secret, key)).await? {
+            Ok(password) => {
+                read.users.insert(user.name.clone(), password);
+            }
+            Err(why) => read.problems.push(format!("user {}: {why}", user.name)),
+        }
+    }
+    Ok(read)
+}
+
+/// The operator's Secret `name` as stored: the one remembered while the metadata cache shows
+/// its resourceVersion, read otherwise.
+async fn operators_secret(
+    state: &State,
+    auth: &auth::State,
+    secrets: &Api<Secret>,
+    (uid, namespace, name): (&str, &str, &str),
+) -> Result<Option<Secret>, Error> {
+    let kept = state.map().get(uid).and_then(|a| a.secret.clone());
+    match (kept, auth.cached_version(namespace, name)) {
+        (Some(kept), Some(Some(version)))
+            if kept.metadata.resource_version.as_deref() == Some(version.as_str()) =>
+        {
+            Ok(Some(kept))
+        }
+        _ => secrets.get_opt(name).await.map_err(Error::Kube),
+    }
 }
 
 /// Writes the operator's Secret: created when missing, replaced when its passwords or users
@@ -483,32 +382,29 @@ impl SecretKeeper<'_> {
     }
 }
 
-impl Settled {
-    fn failed(failure: String) -> Self {
-        Settled {
-            failure: Some(failure),
-            ..Settled::default()
-        }
-    }
-}
-
 /// Records the failure of a pass: [`Settled::report`] only when it is new.
-fn report(state: &State, uid: &str, mut settled: Settled) -> Settled {
-    let mut map = state.map();
-    let entry = map.entry(uid.to_owned()).or_default();
-    settled.report = settled.failure.is_some() && entry.reported != settled.failure;
-    entry.reported.clone_from(&settled.failure);
-    settled
+fn report(state: &State, uid: &str, settled: Settled) -> Settled {
+    plan::report(state.map().entry(uid.to_owned()).or_default(), settled)
 }
 
-/// How giving one pod its users went.
-enum Given {
-    Done,
-    /// redis-server refused some user (the message says which and why).
-    Refused(String),
-    /// Every login was refused.
-    LockedOut,
-    Unreachable,
+/// Gives each of `pods` the users, all at once: how it went, in the order of `pods`.
+async fn give_all(
+    pods: &[&Arc<CachedPod>],
+    port: u16,
+    tls: Option<&TlsClient>,
+    logins: &[Login<'_>],
+    wanted: &[User],
+    replication: &str,
+) -> Vec<Given> {
+    let args: Vec<(&str, &[String])> = wanted
+        .iter()
+        .map(|u| (u.name.as_str(), u.args.as_slice()))
+        .collect();
+    future::join_all(
+        pods.iter()
+            .map(|pod| give_users(pod, port, tls, logins, &args, replication)),
+    )
+    .await
 }
 
 /// Gives `pod` the users, logging in with the first of `logins` it accepts.

@@ -10,11 +10,11 @@
 //!   their pods are gone (never the claim of a pod that still exists).
 //! - A larger `size` is written into the claims whose StorageClass allows expansion; for the
 //!   others the `StorageResized` condition says which claims could not grow, and why.
-
 //!
-//! - [`plan`]: what to do with the claims (pure).
+//! - [`plan`]: what to do with the claims, which claims a pod may mount, the owner patch and
+//!   the Event's note (pure).
 //! - [`status`]: the `StorageResized` condition (pure).
-//! - this module: the writes, and the `ClaimsChanged` Event.
+//! - this module: the writes, and the `ClaimsChanged` and `ClaimConflict` Events.
 
 pub mod plan;
 pub mod status;
@@ -29,12 +29,14 @@ use api::pods::LABEL_INSTANCE;
 use api::storage::{StorageSpec, quantity_bytes};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
-use plan::{ClaimStep, ClaimsSeen, desired_claim, grow_patch, owner_reference, requested_bytes};
+use plan::{
+    ClaimStep, ClaimsSeen, carries_labels_of, desired_claim, grow_patch, owner_reference,
+    owners_patch, requested_bytes,
+};
 use status::{CLAIM_CONFLICT, ClaimConflict, ClaimsReport};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -50,15 +52,6 @@ fn cached_claims(
         claim.metadata.namespace.as_deref() == namespace
             && claim.labels().get(LABEL_INSTANCE).map(String::as_str) == name
     })
-}
-
-/// Whether a claim carries the labels of the Redis named `name`: made or retained by it (or by
-/// an earlier Redis of that name), or labelled for it by hand. Only such a claim is mounted.
-fn carries_labels_of(claim: &PersistentVolumeClaim, name: &str) -> bool {
-    let labels = claim.labels();
-    api::pods::selector_labels(name)
-        .iter()
-        .all(|(key, value)| labels.get(key) == Some(value))
 }
 
 /// The Redis a claim's change concerns: the one its instance label names, in its namespace.
@@ -129,85 +122,93 @@ pub async fn apply(
             expandable: &expandable,
         },
     );
-    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
     let mut report = ClaimsReport {
         size: storage.size.0.clone(),
         cannot_grow: plan.cannot_grow,
         written: Vec::new(),
         conflicts: Vec::new(),
     };
+    let writer = ClaimWriter {
+        api: Api::namespaced(client.clone(), namespace),
+        redis,
+        storage,
+        claims: &claims,
+    };
     for step in plan.steps {
-        let claim_error = |claim: &str, source| Error::Child {
-            kind: "PersistentVolumeClaim".into(),
-            name: claim.to_owned(),
-            source,
-        };
+        writer.write(step, &mut report).await?;
+    }
+    for conflict in &report.conflicts {
+        publish(
+            recorder,
+            &redis.object_ref(&()),
+            None,
+            EventType::Warning,
+            CLAIM_CONFLICT,
+            "Provision",
+            conflict.message(),
+        )
+        .await;
+    }
+    if let Some(note) = plan::changed_note(&report.written) {
+        publish(
+            recorder,
+            &redis.object_ref(&()),
+            None,
+            EventType::Normal,
+            "ClaimsChanged",
+            "Provision",
+            note,
+        )
+        .await;
+    }
+    Ok(Some(report))
+}
+
+/// The writes to the claims of one Redis.
+struct ClaimWriter<'a> {
+    api: Api<PersistentVolumeClaim>,
+    redis: &'a Redis,
+    storage: &'a StorageSpec,
+    /// The claims as cached.
+    claims: &'a [&'a PersistentVolumeClaim],
+}
+
+/// A failed API call on claim `claim`.
+fn claim_error(claim: &str, source: kube::Error) -> Error {
+    Error::Child {
+        kind: "PersistentVolumeClaim".into(),
+        name: claim.to_owned(),
+        source,
+    }
+}
+
+impl ClaimWriter<'_> {
+    /// Does `step`; what it wrote, or a conflict it met, goes into `report`.
+    async fn write(&self, step: ClaimStep, report: &mut ClaimsReport) -> Result<(), Error> {
+        let api = &self.api;
         match step {
-            ClaimStep::Create(ordinal) => {
-                let Some(claim) = desired_claim(redis, storage, ordinal) else {
-                    continue;
-                };
-                let params = PostParams {
-                    field_manager: Some(FIELD_MANAGER.to_owned()),
-                    ..PostParams::default()
-                };
-                let claim_name = claim.name_any();
-                match api.create(&params, &claim).await {
-                    Ok(_) => report.written.push(format!("created {claim_name}")),
-                    // There already: ours while the cache is behind (or being deleted), and
-                    // the pod waits for it; or a claim this Redis did not make, which no pod of
-                    // it may mount.
-                    Err(kube::Error::Api(e)) if e.code == 409 => {
-                        let holder = api
-                            .get_opt(&claim_name)
-                            .await
-                            .map_err(|e| claim_error(&claim_name, e))?;
-                        if let Some(holder) = holder.filter(|c| !carries_labels_of(c, name)) {
-                            report.conflicts.push(ClaimConflict {
-                                ordinal,
-                                claim: claim_name,
-                                holder: controller_of(&holder),
-                            });
-                        }
-                    }
-                    Err(e) => return Err(claim_error(&claim_name, e)),
-                }
-            }
+            ClaimStep::Create(ordinal) => self.create(ordinal, report).await?,
             ClaimStep::SetOwned { claim, owned } => {
-                let Some(current) = claims.iter().find(|c| c.name_any() == claim) else {
-                    continue;
+                let Some(current) = self.claims.iter().find(|c| c.name_any() == claim) else {
+                    return Ok(());
                 };
-                let mut owners: Vec<OwnerReference> = current
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .filter(|o| o.uid != uid)
-                    .cloned()
-                    .collect();
-                if owned && let Some(owner) = owner_reference(redis) {
-                    owners.push(owner);
-                }
-                // The whole list replaces the stored one, so only if nobody changed it since.
-                let patch = serde_json::json!({"metadata": {
-                    "ownerReferences": owners,
-                    "resourceVersion": current.resource_version(),
-                }});
+                let uid = self.redis.metadata.uid.as_deref().unwrap_or_default();
+                let owner = owned.then(|| owner_reference(self.redis)).flatten();
+                let patch = owners_patch(current, uid, owner);
                 api.patch(&claim, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map_err(|e| claim_error(&claim, e))?;
             }
             ClaimStep::Grow { claim } => {
+                let size = &self.storage.size;
                 api.patch(
                     &claim,
                     &PatchParams::default(),
-                    &Patch::Merge(&grow_patch(&storage.size)),
+                    &Patch::Merge(&grow_patch(size)),
                 )
                 .await
                 .map_err(|e| claim_error(&claim, e))?;
-                report
-                    .written
-                    .push(format!("grew {claim} to {}", storage.size.0));
+                report.written.push(format!("grew {claim} to {}", size.0));
             }
             ClaimStep::Delete { claim, uid } => {
                 let params = DeleteParams {
@@ -224,32 +225,42 @@ pub async fn apply(
                 }
             }
         }
+        Ok(())
     }
-    for conflict in &report.conflicts {
-        publish(
-            recorder,
-            &redis.object_ref(&()),
-            None,
-            EventType::Warning,
-            CLAIM_CONFLICT,
-            "Provision",
-            conflict.message(),
-        )
-        .await;
+
+    /// Creates the claim of `ordinal`.
+    async fn create(&self, ordinal: u32, report: &mut ClaimsReport) -> Result<(), Error> {
+        let Some(claim) = desired_claim(self.redis, self.storage, ordinal) else {
+            return Ok(());
+        };
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        let claim_name = claim.name_any();
+        match self.api.create(&params, &claim).await {
+            Ok(_) => report.written.push(format!("created {claim_name}")),
+            // There already: ours while the cache is behind (or being deleted), and the pod
+            // waits for it; or a claim this Redis did not make, which no pod of it may mount.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                let holder = self
+                    .api
+                    .get_opt(&claim_name)
+                    .await
+                    .map_err(|e| claim_error(&claim_name, e))?;
+                let name = self.redis.metadata.name.as_deref().unwrap_or_default();
+                if let Some(holder) = holder.filter(|c| !carries_labels_of(c, name)) {
+                    report.conflicts.push(ClaimConflict {
+                        ordinal,
+                        claim: claim_name,
+                        holder: controller_of(&holder),
+                    });
+                }
+            }
+            Err(e) => return Err(claim_error(&claim_name, e)),
+        }
+        Ok(())
     }
-    if !report.written.is_empty() {
-        publish(
-            recorder,
-            &redis.object_ref(&()),
-            None,
-            EventType::Normal,
-            "ClaimsChanged",
-            "Provision",
-            format!("Claims: {}", report.written.join(", ")),
-        )
-        .await;
-    }
-    Ok(Some(report))
 }
 
 /// Whether each StorageClass of a claim smaller than the spec allows expansion.

@@ -1,5 +1,6 @@
 //! The claims of a Redis (DESIGN §3d), planned from the cache of claims: which to create, grow,
-//! own or release, and delete. Pure.
+//! own or release, and delete; which a pod of the Redis may mount; the patch of a claim's owner
+//! references and the note of the Event that names the writes. Pure.
 
 use api::Redis;
 use api::storage::{
@@ -10,7 +11,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::Resource;
+use kube::{Resource, ResourceExt};
 use std::collections::BTreeSet;
 
 /// The claim of `ordinal` as the operator creates it. `None` if the Redis has no name or uid.
@@ -187,6 +188,43 @@ pub fn requested_bytes(claim: &PersistentVolumeClaim) -> Option<u128> {
 /// The size request of a grown claim: only `spec.resources.requests.storage` changes.
 pub fn grow_patch(size: &Quantity) -> serde_json::Value {
     serde_json::json!({"spec": {"resources": {"requests": {"storage": size}}}})
+}
+
+/// Whether a claim carries the labels of the Redis named `name`: made or retained by it (or by
+/// an earlier Redis of that name), or labelled for it by hand. Only such a claim is mounted.
+pub fn carries_labels_of(claim: &PersistentVolumeClaim, name: &str) -> bool {
+    let labels = claim.labels();
+    api::pods::selector_labels(name)
+        .iter()
+        .all(|(key, value)| labels.get(key) == Some(value))
+}
+
+/// The merge patch that makes a claim's owner references its own without the Redis's (of
+/// `uid`), plus `owner` when given. The whole list replaces the stored one, so it carries the
+/// claim's resourceVersion: it applies only if nobody changed the claim since.
+pub fn owners_patch(
+    claim: &PersistentVolumeClaim,
+    uid: &str,
+    owner: Option<OwnerReference>,
+) -> serde_json::Value {
+    let owners: Vec<OwnerReference> = claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|o| o.uid != uid)
+        .cloned()
+        .chain(owner)
+        .collect();
+    serde_json::json!({"metadata": {
+        "ownerReferences": owners,
+        "resourceVersion": claim.resource_version(),
+    }})
+}
+
+/// The note of the Normal Event of a pass that wrote claims.
+pub fn changed_note(written: &[String]) -> Option<String> {
+    (!written.is_empty()).then(|| format!("Claims: {}", written.join(", ")))
 }
 
 #[cfg(test)]
@@ -431,5 +469,73 @@ mod tests {
             None,
         );
         assert!(p.steps.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn only_a_claim_with_the_redis_s_labels_is_mounted() {
+        let (r, storage) = redis(json!({"size": "1Gi"}));
+        let made = desired_claim(&r, &storage, 0).expect("claim");
+        let mut relabelled = made.clone();
+        relabelled
+            .metadata
+            .labels
+            .as_mut()
+            .expect("labels")
+            .insert(api::pods::LABEL_INSTANCE.to_owned(), "other".to_owned());
+        let cases = [
+            ("made by the Redis", made.clone(), "cache", true),
+            ("made for another of the name", made, "other", false),
+            ("labelled for another", relabelled, "cache", false),
+            (
+                "made by hand, unlabelled",
+                claim("data-cache-0", "1Gi", None),
+                "cache",
+                false,
+            ),
+        ];
+        for (why, claim, name, mounted) in cases {
+            assert_eq!(carries_labels_of(&claim, name), mounted, "{why}");
+        }
+    }
+
+    #[test]
+    fn the_owner_patch_keeps_other_owners_and_the_resource_version() {
+        let (r, _) = redis(json!({"size": "1Gi"}));
+        let ours = owner_reference(&r).expect("owner");
+        let mut both = claim("data-cache-0", "1Gi", Some("old"));
+        both.metadata.resource_version = Some("42".into());
+        both.metadata
+            .owner_references
+            .get_or_insert_with(Vec::new)
+            .push(ours.clone());
+        let old = both.metadata.owner_references.as_ref().expect("owners")[0].clone();
+        let cases = [
+            (
+                "owned: ours last, once",
+                Some(ours.clone()),
+                vec![old.clone(), ours],
+            ),
+            ("released: only the others", None, vec![old]),
+        ];
+        for (why, owner, owners) in cases {
+            assert_eq!(
+                owners_patch(&both, "u-1", owner),
+                json!({"metadata": {"ownerReferences": owners, "resourceVersion": "42"}}),
+                "{why}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_event_names_the_writes() {
+        let written = [
+            "created data-cache-0".to_owned(),
+            "deleted data-cache-3".to_owned(),
+        ];
+        assert_eq!(
+            changed_note(&written).as_deref(),
+            Some("Claims: created data-cache-0, deleted data-cache-3")
+        );
+        assert_eq!(changed_note(&[]), None);
     }
 }
