@@ -43,11 +43,13 @@ fmt: ## Format the Rust code.
 	$(CARGO) fmt --all
 
 .PHONY: lint
-lint: ## Check formatting, run clippy with warnings as errors, check for import circles between files (api, controller), and hadolint on the Dockerfiles.
+lint: ## Check formatting, clippy with warnings as errors, import circles between files and folders (api, controller), function and file lengths, the design sections cited, and hadolint on the Dockerfiles.
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
 	hack/tools/import-cycles.py crates/api/src
 	hack/tools/import-cycles.py crates/controller/src
+	hack/tools/long-items.py crates/api/src crates/controller/src crates/webhook/src crates/backup/src crates/ops/src
+	hack/tools/design-refs.py
 	hack/tools/hadolint.sh $(HADOLINT_VERSION)
 	bin/hadolint Dockerfile.controller Dockerfile.webhook
 
