@@ -27,6 +27,10 @@ export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=readonly
 ldflags="-s -w"
 log() { printf '[bench] %s\n' "$*" >&2; }
 
+# The redis.conf directives are generated from the Rust table: a stale copy would judge
+# spec.config by another table.
+python3 "${dir}/gen-directives.py" --check
+
 version=$(awk '($1 == "sigs.k8s.io/controller-runtime") { print $2; exit }' "${dir}/go.mod")
 [[ -n $version ]] || { log "no sigs.k8s.io/controller-runtime version in ${dir}/go.mod"; exit 1; }
 key=$({

@@ -8,8 +8,19 @@
                             Replication-mode Redis from 3 to 5 (~6 KiB: object and oldObject with
                             managedFields of kubectl, the controller and `kubectl scale`, labels,
                             a last-applied-configuration, status); sent to /validate and /mutate
-      DIR/check/*.json      more reviews covering every rule (denials, warnings, the update
-                            ratchet, DELETE protection, redis/scale, defaults of nested fields)
+      DIR/check/*.json      more reviews covering every rule family of crates/api/src/validation/
+                            (metadata, image, replicas, port, replication, auth, PDB, storage,
+                            exporter, networkPolicy, tls, acl, config, service and the name its
+                            Services take, placement, backup, restore): denials, warnings, the
+                            update ratchet and the rules on changes, DELETE protection,
+                            redis/scale, defaults of nested fields (spec.backup.keep among them)
+
+  What the Go copy does not mirror, so no review sends it: croner's own words for a malformed
+  field of a five-field spec.backup.schedule (empty schedules, wrong field counts and macros are
+  sent and answered alike); objects that do not decode into the Rust types (an unknown enum word,
+  a missing required field such as an ACL user's rules); resource quantities not in canonical
+  form where /mutate patches (controller-runtime re-encodes them, see types.go); and Kubernetes
+  types missing a field the API server's schema requires (the Go round trip adds its zero value).
 
   reviews.py check DIR CA_FILE REFERENCE_URL OTHER_URL
       POSTs every review of DIR (bench and check) to /validate and /mutate of both servers and
@@ -223,9 +234,236 @@ def check_reviews():
                        "metadata": {"name": "r", "namespace": "default"}, "spec": {"replicas": n}, "status": {"replicas": 1}}
     for n, old in [(5, 1), (200, 1), (200, 200), (0, 1)]:
         out[f"scale-{n}-from-{old}"] = review("UPDATE", scale(n), scale(old), kind=scale_kind, sub_resource="scale")
+    out.update(feature_reviews(create))
     out["other-kind"] = review("CREATE", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}},
                                kind={"group": "", "version": "v1", "kind": "Pod"},
                                resource={"group": "", "version": "v1", "resource": "pods"})
+    return out
+
+
+def feature_reviews(create):
+    """Reviews covering the rules of every feature field: storage, exporter, networkPolicy, tls,
+    acl, config, service, placement, backup and restore (creates, and updates where a rule or a
+    warning is about the change)."""
+    out = {}
+    update = lambda name, new, old, **meta: review("UPDATE", redis(name, new, **meta), redis(name, old, **meta))
+    repl = {"mode": "Replication", "replicas": 3, "auth": {"secretRef": {"name": "s"}}}
+    limits = {"limits": {"memory": "1Gi"}}
+    # spec.storage
+    out["create-storage-ok"] = create("r", {"storage": {"size": "1Gi", "storageClassName": "fast", "appendOnly": True,
+                                                        "retention": {"whenDeleted": "Delete", "whenScaled": "Retain"}}})
+    for i, size in enumerate(["0", "lots", "1.5Gi", "+64Mi", "1500m", "1e3", "2k", "", "1Zi", "0.0"]):
+        out[f"create-storage-size-{i}"] = create("r", {"storage": {"size": size}})
+    out["create-storage-modes"] = create("r", {"storage": {"size": "1Gi", "accessModes": ["ReadWriteMany", "ReadWriteOncePod", "x\ny"]}})
+    out["create-storage-empty-modes"] = create("r", {"storage": {"size": "1Gi", "accessModes": []}})
+    out["update-storage-shrink"] = update("r", {"storage": {"size": "1Gi", "storageClassName": "slow", "accessModes": ["ReadWriteOncePod"]}},
+                                          {"storage": {"size": "2Gi", "storageClassName": "fast"}})
+    out["update-storage-grow"] = update("r", {"storage": {"size": "3Gi"}}, {"storage": {"size": "2Gi"}})
+    out["update-storage-class-set"] = update("r", {"storage": {"size": "1Gi", "storageClassName": "fast"}}, {"storage": {"size": "1Gi"}})
+    out["update-storage-added"] = update("r", {"storage": {"size": "1Gi"}}, {})
+    out["update-storage-removed"] = update("r", {}, {"storage": {"size": "1Gi"}})
+    # spec.exporter
+    out["create-exporter-on"] = create("r", {"exporter": {}})
+    out["create-exporter-bad"] = create("r", {"exporter": {"image": "Bad Image", "port": 6379}})
+    out["create-exporter-off-bad"] = create("r", {"exporter": {"enabled": False, "image": "", "port": 70000}})
+    out["create-exporter-latest"] = create("r", {"exporter": {"image": "oliver006/redis_exporter", "port": 9500}})
+    # spec.networkPolicy
+    peers_bad = [
+        {},
+        {"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}},
+        {"podSelector": {"matchLabels": {"app": "web", "bad key!": "x", "tier": "-front"},
+                         "matchExpressions": [{"key": "env", "operator": "In"},
+                                              {"key": "env", "operator": "Exists", "values": ["a"]},
+                                              {"key": "env", "operator": "Near", "values": ["b"]},
+                                              {"key": "env", "operator": "NotIn", "values": ["ok", "not ok"]}]}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}}},
+        {"ipBlock": {"cidr": "10.0.0.0/33"}},
+        {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16", "11.0.0.0/16", "10.0.0.0/8", "bad", "fd00::/64"]}},
+        {"ipBlock": {"cidr": "fd00::/16", "except": ["fd00:1::/32", "10.0.0.0/8x"]}},
+        {"ipBlock": {"cidr": " 10.0.0.0/8"}},
+        {"ipBlock": {"cidr": "10.0.0.0/+8"}},
+    ]
+    out["create-netpol-empty"] = create("r", {"networkPolicy": {}})
+    out["create-netpol-disabled"] = create("r", {"networkPolicy": {"enabled": False, "allowedClients": [{}]}})
+    out["create-netpol-peers"] = create("r", {"networkPolicy": {"allowedClients": peers_bad, "metricsFrom": [{"podSelector": {}}]}})
+    out["create-netpol-exporter-no-metrics"] = create("r", {"exporter": {}, "auth": {"secretRef": {"name": "s"}},
+                                                            "networkPolicy": {"allowedClients": [{"podSelector": {"matchLabels": {"app": "web"}}}]}})
+    out["create-netpol-too-many"] = create("r", {"networkPolicy": {"allowedClients": [{"podSelector": {}}] * 33}})
+    out["create-auth-no-netpol"] = create("r", {"auth": {"secretRef": {"name": "s"}}})
+    # spec.tls
+    out["create-tls-ok"] = create("r", {"tls": {"secretRef": {"name": "cache-tls"}, "clientAuth": "Required"}})
+    out["create-tls-plaintext"] = create("r", {"tls": {"secretRef": {"name": "cache-tls"}, "plaintextPort": 6380}, "auth": {"secretRef": {"name": "s"}}})
+    out["create-tls-bad"] = create("r", {"tls": {"secretRef": {"name": "Bad_TLS"}, "plaintextPort": 6379}})
+    out["create-tls-low"] = create("r", {"tls": {"secretRef": {"name": ""}, "plaintextPort": 1000}})
+    out["create-tls-high"] = create("r", {"tls": {"secretRef": {"name": "t"}, "plaintextPort": 60000}})
+    out["create-tls-exporter-port"] = create("r", {"exporter": {}, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 9121}})
+    out["update-tls-added-replicated"] = update("r", repl | {"tls": {"secretRef": {"name": "t"}}}, repl)
+    out["update-tls-removed-replicated"] = update("r", repl, repl | {"tls": {"secretRef": {"name": "t"}}})
+    out["update-tls-added-single"] = update("r", repl | {"replicas": 1, "tls": {"secretRef": {"name": "t"}}}, repl)
+    out["update-tls-secret-renamed"] = update("r", {"tls": {"secretRef": {"name": "new"}}}, {"tls": {"secretRef": {"name": "old"}}})
+    # spec.acl
+    good_rules = ["~cache:* +@read", "on ~* &* +@all", "%R~cache:* %W~out:* +get +set",
+                  "%RW~x allchannels -@dangerous +client|setname +select|0 -config|set", "resetkeys ~a allkeys",
+                  "~a (~b +get) (%R~c +@read)", "off ~app:* &news:* +@read +@write -flushall", "", "+@search -@json +@SEARCH"]
+    bad_rules = ["~* ~cache:*", "allkeys %R~x", "&* &news", "%X~a", "%RR~a", "%~a", "+get|", "+@", "get", "(~* ~a)",
+                 "reset", "nopass", "resetpass", ">secret", "#abc", "~a (+get", "+get)", "say \"hi\"", "a\u000bb",
+                 "x" * 4097, "%r~a %w~b %Rw~c ~d", "%a~b"]
+    user = lambda i, name, rules, secret="pw", key=None: {"name": name, "rules": rules,
+                                                         "passwordSecretRef": {"name": secret} | ({"key": key} if key is not None else {})}
+    out["create-acl-ok"] = create("r", {"auth": {"secretRef": {"name": "s"}}, "acl": {"users": [user(i, f"u{i}", r) for i, r in enumerate(good_rules)]}})
+    out["create-acl-bad-rules"] = create("r", {"acl": {"defaultUser": "Disabled", "users": [user(i, f"u{i}", r) for i, r in enumerate(bad_rules)]}})
+    out["create-acl-bad-users"] = create("r", {"acl": {"users": [user(0, "app", ""), user(1, "app", ""), user(2, "Default", ""),
+                                                                  user(3, "masteruser", ""), user(4, "", ""), user(5, "a b", ""),
+                                                                  user(6, "x" * 65, ""), user(7, "ok", "", "Bad", ".."),
+                                                                  user(8, "ok2", "", "", "a b")]}})
+    out["create-acl-disabled-nobody"] = create("r", {"acl": {"defaultUser": "Disabled"}})
+    out["create-acl-too-many"] = create("r", {"auth": {"secretRef": {"name": "s"}}, "acl": {"users": [user(i, f"u{i}", "") for i in range(33)]}})
+    locked = {"acl": {"defaultUser": "Disabled", "users": [user(0, "app", "~* +@all")]}}
+    out["update-acl-removed-locked"] = update("r", repl, repl | locked)
+    out["update-acl-removed-enabled"] = update("r", repl, repl | {"acl": {"users": [user(0, "app", "~* +@all")]}})
+    out["update-acl-removed-standalone"] = update("r", {}, locked)
+    # spec.config, spec.maxMemoryPercentOfLimit
+    out["create-config-ok"] = create("r", {"config": {"maxmemory-policy": "allkeys-lru", "hz": "20", "save": "", "maxmemory-clients": "10%",
+                                                      "notify-keyspace-events": "Ex", "shutdown-on-sigterm": "save now", "Timeout": "300",
+                                                      "client-output-buffer-limit": "normal 0 0 0", "maxmemory": "100mb", "lfu-log-factor": "+5"}})
+    out["create-config-bad"] = create("r", {"config": {
+        "no-such-directive": "1", "port": "7000", "tls-cert-file": "/x", "requirepass": "pw", "rename-command": "FLUSHALL x",
+        "LOADMODULE": "/m.so", "include": "/etc/x", "user": "bob on", "hash-max-ziplist-entries": "128", "hash-max-listpack-entries": "64",
+        "activerehashing": "maybe", "databases": "0", "hz": "ten", "maxmemory": "10xb", "maxmemory-clients": "150%",
+        "maxmemory-policy": "lru", "shutdown-on-sigint": "save bogus", "loglevel": "debug verbose", "appendonly": "yes",
+        "dir": "/tmp", "proc-title-template": "a\tb", "syslog-ident": "--daemonize", "active-defrag-cycle-min": "101",
+        "slaveof": "10.0.0.1 6379", "slave-read-only": "no", "replica-read-only": "yes", "unixsocketperm": "777"}})
+    out["create-config-appendonly-storage"] = create("r", {"storage": {"size": "1Gi"}, "config": {"appendonly": "yes"}})
+    out["create-config-too-many"] = create("r", {"config": {f"x{i}": "1" for i in range(257)}})
+    out["create-config-maxmemory-over"] = create("r", {"resources": limits, "config": {"maxmemory": "2gb"}, "maxMemoryPercentOfLimit": 50})
+    out["create-config-maxmemory-zero"] = create("r", {"resources": limits, "config": {"maxmemory": "0"}})
+    out["create-config-percent-no-limit"] = create("r", {"maxMemoryPercentOfLimit": 70})
+    out["create-config-percent-high"] = create("r", {"resources": limits, "maxMemoryPercentOfLimit": 95})
+    out["create-config-percent-bad"] = create("r", {"maxMemoryPercentOfLimit": 0})
+    # spec.service and the Redis's name as its Services need it
+    out["create-service-lb"] = create("r", {"service": {"type": "LoadBalancer", "annotations": {
+        "service.beta.kubernetes.io/aws-load-balancer-internal": "true", "myapp.tangx.in/x": "1", "bad key": "2", "Example.COM/Ok": "3"},
+        "loadBalancerSourceRanges": ["203.0.113.0/24", " 10.0.0.0/8 ", "bad", "fd00::/129"], "externalTrafficPolicy": "Local"}})
+    out["create-service-clusterip-settings"] = create("r", {"auth": {"secretRef": {"name": "s"}}, "service": {
+        "loadBalancerSourceRanges": [], "externalTrafficPolicy": "Cluster"}})
+    out["create-service-nodeport-acl"] = create("r", {"acl": {"users": []}, "service": {"type": "NodePort", "loadBalancerSourceRanges": ["10.0.0.0/8"] * 65}})
+    out["create-service-big-annotations"] = create("r", {"service": {"annotations": {"a": "x" * (256 * 1024)}}})
+    for i, name in enumerate(["1cache", "my.cache", "cache-", "a" * 55, "a" * 60]):
+        out[f"create-service-name-{i}"] = create(name, {"service": {"perPod": True}})
+        out[f"create-service-name-repl-{i}"] = create(name, repl)
+    out["create-generate-name-perpod"] = review("CREATE", {"apiVersion": f"{GROUP}/v1", "kind": "Redis",
+                                                             "metadata": {"generateName": "c" * 54 + "-", "namespace": "default"},
+                                                             "spec": {"service": {"perPod": True}}})
+    out["create-generate-name-upper"] = review("CREATE", {"apiVersion": f"{GROUP}/v1", "kind": "Redis",
+                                                            "metadata": {"generateName": "Cache-", "namespace": "default"}, "spec": {}})
+    # placement
+    node_term = lambda *exprs, fields=(): {"matchExpressions": list(exprs)} | ({"matchFields": list(fields)} if fields else {})
+    expr = lambda key, op, *values: {"key": key, "operator": op} | ({"values": list(values)} if values else {})
+    out["create-placement-bad"] = create("r", {
+        "nodeSelector": {"disktype": "ssd", "bad key": "x", "zone": "not ok"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    node_term(expr("a", "In"), expr("b", "Exists", "x"), expr("c", "Gt", "1", "2"), expr("d", "Lt", "x"),
+                              expr("e", "Gt", "+1"), expr("f", "Near", "1"), expr("Bad Key", "In", "v"),
+                              fields=[expr("metadata.name", "In", "n1", "n2"), expr("metadata.labels", "Exists"), expr("metadata.name", "In")]),
+                    {}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 0, "preference": node_term(expr("a", "In", "x"))},
+                    {"weight": 101, "preference": {}}]},
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}, "matchExpressions": [expr("k", "Exists", "v")]}, "topologyKey": ""},
+                {"namespaceSelector": {"matchLabels": {"a": "-"}}, "topologyKey": "bad key"}]},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "podAffinityTerm": {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname"}},
+                {"weight": -1, "podAffinityTerm": {"topologyKey": "zone"}}]}},
+        "tolerations": [{"operator": "Equal", "value": "x"}, {}, {"key": "k", "value": "bad value!"}, {"key": "k", "operator": "Exists", "value": "v"},
+                        {"key": "k", "operator": "Gt", "value": "x"}, {"key": "k", "operator": "Lt", "value": "5"},
+                        {"key": "k", "operator": "Sometimes"}, {"operator": "Exists", "effect": "NoRun"},
+                        {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 30},
+                        {"key": "bad key", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+                        {"operator": "Gt", "value": "1"}],
+        "topologySpreadConstraints": [
+            {"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Sometimes", "minDomains": 0},
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2,
+             "nodeAffinityPolicy": "Maybe", "nodeTaintsPolicy": "Honor", "labelSelector": {"matchLabels": {"app": "r"}}},
+            {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "r"}}},
+            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 3}],
+        "priorityClassName": "High_Priority",
+        "podLabels": {"team": "a", "app": "x", "myapp.tangx.in/role": "primary", "bad key": "v", "ok": "bad value!"},
+        "podAnnotations": {"note": "x", "myapp.tangx.in/spec-hash": "h", "Bad Key": "v", "Example.com/ok": "y"}})
+    out["create-placement-ok"] = create("r", {"nodeSelector": {"kubernetes.io/os": "linux"},
+                                              "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "redis", "effect": "NoSchedule"}],
+                                              "priorityClassName": "high", "podLabels": {"team": "a"}, "podAnnotations": {"note": "x"}})
+    out["create-placement-empty-terms"] = create("r", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}})
+    out["create-placement-annotations-big"] = create("r", {"podAnnotations": {"a": "x" * (256 * 1024)}})
+    own = {"matchLabels": {"app.kubernetes.io/instance": "r"}}
+    out["create-placement-one-node"] = create("r", repl | {
+        "nodeSelector": {"kubernetes.io/hostname": "n1"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                         node_term(expr("kubernetes.io/hostname", "In", "n1", "n2"), expr("kubernetes.io/hostname", "In", "n2", "n3")),
+                         node_term(fields=[expr("metadata.name", "In", "n2")])]}},
+                     "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                         {"labelSelector": own, "topologyKey": "kubernetes.io/hostname"},
+                         {"labelSelector": own, "topologyKey": "kubernetes.io/hostname", "namespaces": ["other"]},
+                         {"labelSelector": own, "topologyKey": "kubernetes.io/hostname", "namespaces": ["default"]},
+                         {"labelSelector": {"matchExpressions": [expr("team", "In", "a")]}, "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {}},
+                         {"labelSelector": own, "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {"matchLabels": {"a": "b"}}},
+                         {"labelSelector": own, "topologyKey": "topology.kubernetes.io/zone"}]}},
+        "podLabels": {"team": "a"},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]})
+    out["create-placement-two-nodes"] = create("r", repl | {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [node_term(expr("kubernetes.io/hostname", "In", "n1")), node_term(expr("kubernetes.io/hostname", "In", "n2"))]}}}})
+    out["update-placement-ratchet"] = update("r", {"replicas": 1, "priorityClassName": "Bad", "nodeSelector": {"bad key": "x"}},
+                                             {"replicas": 1, "priorityClassName": "Bad", "nodeSelector": {"other key": "x"}})
+    # spec.backup, spec.restore
+    dest = {"s3": {"endpoint": "http://10.88.0.1:7070", "bucket": "backups", "credentialsSecretRef": {"name": "s3-credentials"}}}
+    out["create-backup-ok"] = create("r", {"backup": {"destination": dest, "schedule": "*/5 * * * *"}})
+    out["create-backup-keep-set"] = create("r", {"backup": {"destination": dest, "schedule": "@daily", "keep": 2}})
+    out["create-backup-no-schedule"] = create("r", {"backup": {"destination": dest}})
+    for i, schedule in enumerate(["0 3 * * MON-FRI", "@hourly", "15,45 */2 1-15 JAN,JUL ?", " 0 0 1 1 * ", "", "* * *", "* * * * * *", "@weekly 1"]):
+        out[f"create-backup-schedule-{i}"] = create("r", {"backup": {"destination": dest, "schedule": schedule}})
+    for i, endpoint in enumerate(["ftp://x", "http://user:pw@host", "http://host/path", "https://[::1]:9000", "http://host:99999",
+                                  "http://[::1", "https://s3.example.com/", "http://host:+80", "http://:80", "http://ho st", "https://h:0"]):
+        out[f"create-backup-endpoint-{i}"] = create("r", {"backup": {"destination": {"s3": dest["s3"] | {"endpoint": endpoint}}}})
+    out["create-backup-bad"] = create("r", {"backup": {"keep": 0, "destination": {"s3": {
+        "endpoint": "http://h", "bucket": "B", "prefix": "/x", "region": "US", "credentialsSecretRef": {"name": "Bad"}}}}})
+    for i, (bucket, prefix, region) in enumerate([("ab", "a/./b", "eu-west-3"), ("a..b", "ok/", "x" * 65), ("-ab", "x" * 513, ""),
+                                                  ("ab.", "a\nb", "garage")]):
+        out[f"create-backup-fields-{i}"] = create("r", {"backup": {"keep": 1001, "destination": {"s3": dest["s3"] | {
+            "bucket": bucket, "prefix": prefix, "region": region}}}})
+    restores = [{}, {"backupName": "b1", "location": "s3://b/k"}, {"backupName": "B_1"}, {"backupName": "nightly-1"},
+                {"location": "s3://backups/ns/r/b1.rdb"}, {"location": "backups/x"}, {"location": "s3://b/k"},
+                {"location": "s3://backups//x"}, {"location": "s3://backups/../x"}, {"location": "s3://backups/"}]
+    for i, restore in enumerate(restores):
+        out[f"create-restore-{i}"] = create("r", {"backup": {"destination": dest}, "restore": restore})
+    out["create-restore-no-backup"] = create("r", {"restore": {"location": "s3://backups/x.rdb"}})
+    out["update-restore-changed"] = update("r", {"restore": {"backupName": "b2"}}, {"restore": {"backupName": "b1"}})
+    out["update-restore-removed"] = update("r", {}, {"restore": {"backupName": "b1"}})
+    out["update-restore-same"] = update("r", {"restore": {"backupName": "b1"}}, {"restore": {"backupName": "b1"}})
+    # What messages echo of a tenant's strings: cut after 256 characters, control, format and
+    # combining characters escaped, quotes and backslashes as they are.
+    odd = "a\u001b[31m\u202e\"q\\'e\u0301\u00a0\u0000\t\n"
+    out["create-shown-escapes"] = create("r", {"image": odd, "auth": {"secretRef": {"name": odd, "key": odd}},
+                                               "podLabels": {odd: odd}, "config": {"maxmemory-policy": odd, odd: "1"},
+                                               "storage": {"size": odd}, "acl": {"users": [user(0, "u", "+@" + odd.replace(" ", ""))]}})
+    out["create-shown-long"] = create("r", {"image": "x" * 300 + "!", "auth": {"secretRef": {"name": "é" * 300}},
+                                            "nodeSelector": {"k": "v" * 300}, "priorityClassName": "\u001b" * 200,
+                                            "tolerations": [{"key": "k", "operator": "Exists", "value": "日本" * 200}],
+                                            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                                                {"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["x" * 100] * 50}]}]}}},
+                                            "backup": {"destination": {"s3": {"endpoint": "ftp://" + "h" * 400, "bucket": "b" * 300,
+                                                                              "credentialsSecretRef": {"name": "s"}}}}})
+    out["create-shown-name"] = create("x" * 70, {"service": {"perPod": True}})
+    # Everything at once: the order of the rules and of the warnings.
+    out["create-every-family"] = create("Every.Family", repl | {
+        "replicas": 2, "image": "redis", "storage": {"size": "0"}, "exporter": {"port": 6379},
+        "networkPolicy": {"metricsFrom": [{}]}, "tls": {"secretRef": {"name": "t"}, "plaintextPort": 6390},
+        "acl": {"users": [user(0, "u", "+@nope"), user(1, "u", "reset")]}, "config": {"nope": "1", "maxmemory": "2gb"},
+        "resources": limits, "maxMemoryPercentOfLimit": 99, "service": {"type": "NodePort", "externalTrafficPolicy": "Local"},
+        "nodeSelector": {"kubernetes.io/hostname": "n1"}, "priorityClassName": "X",
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+        "backup": {"destination": dest, "schedule": "* *"}, "restore": {}, "podDisruptionBudget": {"maxUnavailable": "150%"}})
     return out
 
 

@@ -1,19 +1,23 @@
 package main
 
 // The admission rules of DESIGN §2, ported line by line from crates/api/src/defaults.rs and
-// crates/api/src/validation.rs (same order of checks, same field paths, same messages, same
+// crates/api/src/validation/*.rs (same order of checks, same field paths, same messages, same
 // update ratchet), so hack/bench/webhook.sh can check that this server answers every bench
-// review exactly as redis-webhook does before it compares their speed.
+// review exactly as redis-webhook does before it compares their speed. This file holds the
+// defaults, the policy and its entry points (CREATE, UPDATE with its ratchet, DELETE, the scale
+// subresource), the order of every rule and warning, and the rules on metadata, spec.replicas,
+// spec.port, spec.image, Replication mode, spec.auth and spec.podDisruptionBudget. The others are
+// by the part of the spec they judge, as validation's modules are: placement.go, network.go
+// (networkPolicy, service and the name its Services take), features.go (storage, exporter,
+// tls), acl.go, config.go (with directives.go, generated from the Rust table) and backup.go;
+// shown.go is how messages echo values, duration.go how failoverAfter is read.
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +37,7 @@ const (
 	defaultMinReplicasMaxLag   int32 = 10
 	defaultFailoverAfter             = "10s"
 	defaultSecretKey                 = "password"
+	defaultKeep                int32 = 7
 
 	maxNameLength         = 63
 	generatedSuffixLength = 5
@@ -78,8 +83,8 @@ func (v Verdict) Message() string {
 
 // applyDefaults fills exactly the fields RedisSpec::missing_defaults lists: the four of every
 // spec, spec.replication (whole or its missing keys, but never minReplicasToWrite, whose default
-// follows replicas) in Replication mode only, and spec.auth.secretRef.key whenever spec.auth is
-// set. Set fields are never touched.
+// follows replicas) in Replication mode only, spec.auth.secretRef.key whenever spec.auth is set,
+// and spec.backup.keep whenever spec.backup.schedule is. Set fields are never touched.
 func applyDefaults(spec *RedisSpec) {
 	if spec.Replicas == nil {
 		spec.Replicas = ptr(defaultReplicas)
@@ -108,6 +113,9 @@ func applyDefaults(spec *RedisSpec) {
 	if spec.Auth != nil && spec.Auth.SecretRef.Key == nil {
 		spec.Auth.SecretRef.Key = ptr(defaultSecretKey)
 	}
+	if spec.Backup != nil && spec.Backup.Schedule != nil && spec.Backup.Keep == nil {
+		spec.Backup.Keep = ptr(defaultKeep)
+	}
 }
 
 func (s *RedisSpec) replicas() int32 { return deref(s.Replicas, defaultReplicas) }
@@ -126,7 +134,7 @@ func (s *RedisSpec) minReplicasToWrite() int32 {
 	return deref(s.Replication.MinReplicasToWrite, byPods)
 }
 
-// ---- validation (crates/api/src/validation.rs) ----
+// ---- entry points (crates/api/src/validation/mod.rs) ----
 
 // ValidateCreate: the name rules and the field rules.
 func (p *Policy) ValidateCreate(r *Redis) Verdict {
@@ -135,10 +143,17 @@ func (p *Policy) ValidateCreate(r *Redis) Verdict {
 }
 
 // ValidateUpdate: the same rules on the new object, ratcheted on the stored one's violations
-// (same field and same effective value: a warning instead of a denial).
+// (same field and same effective value: a warning instead of a denial); before them the rules
+// on changes that are never ratcheted (storage, TLS, ACL, restore).
 func (p *Policy) ValidateUpdate(new, old *Redis) Verdict {
 	image := parseImage(new.Spec.image())
 	verdict := Verdict{Warnings: warnings(new, image)}
+	verdict.Violations = append(verdict.Violations, storageUpdateViolations(&new.Spec, &old.Spec)...)
+	verdict.Warnings = append(verdict.Warnings, storageUpdateWarnings(&new.Spec, &old.Spec)...)
+	verdict.Violations = append(verdict.Violations, tlsUpdateViolations(&new.Spec, &old.Spec)...)
+	verdict.Warnings = append(verdict.Warnings, tlsUpdateWarnings(&new.Spec, &old.Spec)...)
+	verdict.Violations = append(verdict.Violations, aclUpdateViolations(&new.Spec, &old.Spec)...)
+	verdict.Violations = append(verdict.Violations, restoreUpdateViolations(&new.Spec, &old.Spec)...)
 	violations := p.objectViolations(new, image)
 	if len(violations) == 0 {
 		return verdict
@@ -166,9 +181,9 @@ func (p *Policy) ValidateDelete(old *Redis) Verdict {
 	var verdict Verdict
 	value, ok := old.Annotations[deletionProtectionAnnotation]
 	if ok && asciiEqualFold(strings.TrimSpace(value), "true") {
-		name := old.Name
-		if name == "" {
-			name = "<name>"
+		name := "<name>"
+		if old.Name != "" {
+			name = shown(old.Name)
 		}
 		verdict.Violations = append(verdict.Violations, Violation{
 			Field: "metadata.annotations[" + deletionProtectionAnnotation + "]",
@@ -197,29 +212,9 @@ func (p *Policy) ValidateScale(replicas int32, stored *int32) Verdict {
 }
 
 func (p *Policy) objectViolations(r *Redis, image parsedImage) []Violation {
-	return append(p.nameViolations(r), p.specViolations(r, image)...)
-}
-
-func (p *Policy) nameViolations(r *Redis) []Violation {
-	var violations []Violation
-	switch name, prefix := r.Name, r.GenerateName; {
-	case name != "":
-		for _, reserved := range p.ReservedNames {
-			if reserved == name {
-				violations = append(violations, Violation{"metadata.name", fmt.Sprintf("%q is a reserved name", name), name})
-				break
-			}
-		}
-		if len(name) > maxNameLength {
-			violations = append(violations, Violation{"metadata.name",
-				fmt.Sprintf("must be no more than %d characters (it becomes a pod label value), got %d", maxNameLength, len(name)), name})
-		}
-	case prefix != "" && len(prefix)+generatedSuffixLength > maxNameLength:
-		violations = append(violations, Violation{"metadata.generateName",
-			fmt.Sprintf("must be no more than %d characters so the generated name fits in %d, got %d",
-				maxNameLength-generatedSuffixLength, maxNameLength, len(prefix)), prefix})
-	}
-	return violations
+	violations := p.nameViolations(r)
+	violations = append(violations, serviceNameViolations(r, min(p.MaxReplicas, schemaMaxReplicas))...)
+	return append(violations, p.specViolations(r, image)...)
 }
 
 func (p *Policy) specViolations(r *Redis, image parsedImage) []Violation {
@@ -246,7 +241,39 @@ func (p *Policy) specViolations(r *Redis, image parsedImage) []Violation {
 	violations = append(violations, replicationViolations(spec)...)
 	violations = append(violations, authViolations(spec)...)
 	violations = append(violations, pdbViolations(spec)...)
+	violations = append(violations, storageViolations(spec)...)
+	violations = append(violations, exporterViolations(spec)...)
+	violations = append(violations, placementViolations(spec)...)
+	violations = append(violations, networkPolicyViolations(spec)...)
+	violations = append(violations, tlsViolations(spec, lowest)...)
+	violations = append(violations, aclViolations(spec)...)
+	violations = append(violations, configViolations(spec)...)
+	violations = append(violations, serviceViolations(spec)...)
+	violations = append(violations, backupViolations(spec)...)
 	return violations
+}
+
+// warnings: allowed but unwise, in redis-webhook's order.
+func warnings(r *Redis, image parsedImage) []string {
+	spec := &r.Spec
+	var out []string
+	if image.problem == "" && image.latest {
+		how := "has no tag, so it means :latest"
+		if strings.HasSuffix(spec.image(), ":latest") {
+			how = "uses the :latest tag"
+		}
+		out = append(out, fmt.Sprintf("spec.image: \"%s\" %s; pods created at different times may run different Redis versions, pin a version", shown(spec.image()), how))
+	}
+	if spec.Replicas != nil && *spec.Replicas == 0 {
+		out = append(out, "spec.replicas: 0 runs no Redis pods")
+	}
+	out = append(out, replicationWarnings(spec)...)
+	out = append(out, placementWarnings(r)...)
+	out = append(out, networkPolicyWarnings(spec)...)
+	out = append(out, tlsWarnings(spec)...)
+	out = append(out, aclWarnings(spec)...)
+	out = append(out, configWarnings(spec)...)
+	return append(out, serviceWarnings(spec)...)
 }
 
 func (p *Policy) replicasViolations(replicas int32, set bool) []Violation {
@@ -265,6 +292,32 @@ func (p *Policy) replicasViolations(replicas int32, set bool) []Violation {
 	}
 	return violations
 }
+
+// ---- metadata (validation/meta.rs) ----
+
+func (p *Policy) nameViolations(r *Redis) []Violation {
+	var violations []Violation
+	switch name, prefix := r.Name, r.GenerateName; {
+	case name != "":
+		for _, reserved := range p.ReservedNames {
+			if reserved == name {
+				violations = append(violations, Violation{"metadata.name", fmt.Sprintf("\"%s\" is a reserved name", shown(name)), name})
+				break
+			}
+		}
+		if len(name) > maxNameLength {
+			violations = append(violations, Violation{"metadata.name",
+				fmt.Sprintf("must be no more than %d characters (it becomes a pod label value), got %d", maxNameLength, len(name)), name})
+		}
+	case prefix != "" && len(prefix)+generatedSuffixLength > maxNameLength:
+		violations = append(violations, Violation{"metadata.generateName",
+			fmt.Sprintf("must be no more than %d characters so the generated name fits in %d, got %d",
+				maxNameLength-generatedSuffixLength, maxNameLength, len(prefix)), prefix})
+	}
+	return violations
+}
+
+// ---- Replication mode (validation/replication.rs) ----
 
 func replicationViolations(spec *RedisSpec) []Violation {
 	var violations []Violation
@@ -295,13 +348,48 @@ func replicationViolations(spec *RedisSpec) []Violation {
 func failoverAfterProblem(text string) string {
 	d, err := parseHumanDuration(strings.TrimSpace(text))
 	if err != nil {
-		return fmt.Sprintf("must be a duration such as \"10s\", \"1m30s\" or \"1h\", got %s", rustQuote(text))
+		return fmt.Sprintf("must be a duration such as \"10s\", \"1m30s\" or \"1h\", got \"%s\"", shown(text))
 	}
 	if d.sec < 1 || d.sec > 3600 || (d.sec == 3600 && d.nsec > 0) {
-		return fmt.Sprintf("must be between 1s and 1h, got %s", rustQuote(text))
+		return fmt.Sprintf("must be between 1s and 1h, got \"%s\"", shown(text))
 	}
 	return ""
 }
+
+func replicationWarnings(spec *RedisSpec) []string {
+	var out []string
+	if spec.mode() != ModeReplication {
+		if spec.Replication != nil {
+			out = append(out, "spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)")
+		}
+		return out
+	}
+	replicas := spec.replicas()
+	if replicas == 1 {
+		out = append(out, "spec.replicas: 1 in Replication mode runs only the primary, so no failover is possible; use at least 2 (3 to survive losing one pod with a replica to spare)")
+	}
+	if spec.Auth == nil {
+		out = append(out, "spec.auth: not set in Replication mode, so any pod that can reach the pods can read and write (and replicate or reconfigure them); set spec.auth.secretRef to a Secret holding a password, and spec.networkPolicy to choose who can reach them")
+	}
+	toWrite := spec.minReplicasToWrite()
+	available := replicas - 1
+	if replicas == math.MinInt32 {
+		available = math.MinInt32 // saturating_sub
+	}
+	if replicas >= 1 && toWrite > available {
+		out = append(out, fmt.Sprintf("spec.replication.minReplicasToWrite: %d is more than the %d replica(s) of %d pods, so writes will be refused", toWrite, available, replicas))
+	}
+	if replicas >= 2 && toWrite == 0 {
+		which := fmt.Sprintf("0 (the default below %d pods)", minReplicasToWriteFromPods)
+		if spec.Replication != nil && spec.Replication.MinReplicasToWrite != nil {
+			which = "0"
+		}
+		out = append(out, fmt.Sprintf("spec.replication.minReplicasToWrite: %s lets a primary cut off from its replicas keep accepting writes, which a failover to a replica then discards; set it to 1 so that such a primary refuses writes after minReplicasMaxLag seconds (writes then also wait for a connected replica), or run %d or more pods, where 1 is the default", which, minReplicasToWriteFromPods))
+	}
+	return out
+}
+
+// ---- spec.auth (validation/auth.rs) ----
 
 func authViolations(spec *RedisSpec) []Violation {
 	var violations []Violation
@@ -325,15 +413,8 @@ func secretNameProblem(name string) string {
 	if len(name) > maxSecretNameLength {
 		return fmt.Sprintf("must be no more than %d characters, got %d", maxSecretNameLength, len(name))
 	}
-	alnum := func(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }
-	for _, label := range strings.Split(name, ".") {
-		ok := label != "" && alnum(label[0]) && alnum(label[len(label)-1])
-		for i := 0; ok && i < len(label); i++ {
-			ok = alnum(label[i]) || label[i] == '-'
-		}
-		if !ok {
-			return fmt.Sprintf("must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got %s", rustQuote(name))
-		}
+	if !isDNS1123Subdomain(name) {
+		return fmt.Sprintf("must be a valid Secret name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), got \"%s\"", shown(name))
 	}
 	return ""
 }
@@ -346,16 +427,17 @@ func secretKeyProblem(key string) string {
 		return fmt.Sprintf("must be no more than %d characters, got %d", maxSecretKeyLength, len(key))
 	}
 	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') || c == '-' || c == '_' || c == '.') {
-			return fmt.Sprintf("must be a valid Secret key (letters, digits, '-', '_' and '.'), got %s", rustQuote(key))
+		if c := key[i]; !(isAlnum(c) || c == '-' || c == '_' || c == '.') {
+			return fmt.Sprintf("must be a valid Secret key (letters, digits, '-', '_' and '.'), got \"%s\"", shown(key))
 		}
 	}
 	if key == "." || strings.HasPrefix(key, "..") {
-		return fmt.Sprintf("must not be '.' or start with '..', got %s", rustQuote(key))
+		return fmt.Sprintf("must not be '.' or start with '..', got \"%s\"", shown(key))
 	}
 	return ""
 }
+
+// ---- spec.podDisruptionBudget (validation/pdb.rs) ----
 
 func pdbViolations(spec *RedisSpec) []Violation {
 	if spec.PodDisruptionBudget == nil || spec.PodDisruptionBudget.MaxUnavailable == nil {
@@ -373,7 +455,7 @@ func pdbViolations(spec *RedisSpec) []Violation {
 		return nil
 	}
 	return []Violation{{field,
-		fmt.Sprintf("must be a number >= 0 or a percentage between \"0%%\" and \"100%%\", got %s", rustQuote(max.StrVal)),
+		fmt.Sprintf("must be a number >= 0 or a percentage between \"0%%\" and \"100%%\", got \"%s\"", shown(max.StrVal)),
 		rustQuote(max.StrVal)}}
 }
 
@@ -394,14 +476,16 @@ func percentage(text string) (uint64, bool) {
 	return n, true
 }
 
-// parsedImage: why spec.image is refused ("" when it is valid), and whether it means :latest.
+// ---- images (validation/image.rs) ----
+
+// parsedImage: why an image is refused ("" when it is valid), and whether it means :latest.
 type parsedImage struct {
 	problem string
 	latest  bool
 }
 
 // parseImage reads an image reference with distribution's grammar, as container runtimes do.
-// redis-webhook (oci-spec's port of the same grammar) says "invalid reference format" where
+// redis-webhook (a port of the same grammar) says "invalid reference format" where
 // distribution's Parse says "repository name must be lowercase" (its extra guess), so that one
 // message is mapped back.
 func parseImage(image string) parsedImage {
@@ -413,356 +497,14 @@ func parseImage(image string) parsedImage {
 		if errors.Is(err, reference.ErrNameContainsUppercase) {
 			err = reference.ErrReferenceInvalidFormat
 		}
-		return parsedImage{problem: fmt.Sprintf("\"%s\" is not a valid image reference: %v", image, err)}
+		return parsedImage{problem: fmt.Sprintf("\"%s\" is not a valid image reference: %v", shown(image), err)}
 	}
 	_, digested := ref.(reference.Digested)
 	tagged, isTagged := ref.(reference.Tagged)
 	return parsedImage{latest: !digested && (!isTagged || tagged.Tag() == "latest")}
 }
 
-func warnings(r *Redis, image parsedImage) []string {
-	spec := &r.Spec
-	var out []string
-	if image.problem == "" && image.latest {
-		how := "has no tag, so it means :latest"
-		if strings.HasSuffix(spec.image(), ":latest") {
-			how = "uses the :latest tag"
-		}
-		out = append(out, fmt.Sprintf("spec.image: \"%s\" %s; pods created at different times may run different Redis versions, pin a version", spec.image(), how))
-	}
-	if spec.Replicas != nil && *spec.Replicas == 0 {
-		out = append(out, "spec.replicas: 0 runs no Redis pods")
-	}
-	return append(out, replicationWarnings(spec)...)
-}
-
-func replicationWarnings(spec *RedisSpec) []string {
-	var out []string
-	if spec.mode() != ModeReplication {
-		if spec.Replication != nil {
-			out = append(out, "spec.replication: ignored in Standalone mode (set spec.mode: Replication to use it)")
-		}
-		return out
-	}
-	replicas := spec.replicas()
-	if replicas == 1 {
-		out = append(out, "spec.replicas: 1 in Replication mode runs only the primary, so no failover is possible; use at least 2 (3 to survive losing one pod with a replica to spare)")
-	}
-	if spec.Auth == nil {
-		out = append(out, "spec.auth: not set in Replication mode, so any pod that can reach the pods can read and write (and replicate or reconfigure them); set spec.auth.secretRef to a Secret holding a password")
-	}
-	toWrite := spec.minReplicasToWrite()
-	available := replicas - 1
-	if replicas == math.MinInt32 {
-		available = math.MinInt32 // saturating_sub
-	}
-	if replicas >= 1 && toWrite > available {
-		out = append(out, fmt.Sprintf("spec.replication.minReplicasToWrite: %d is more than the %d replica(s) of %d pods, so writes will be refused", toWrite, available, replicas))
-	}
-	if replicas >= 2 && toWrite == 0 {
-		which := fmt.Sprintf("0 (the default below %d pods)", minReplicasToWriteFromPods)
-		if spec.Replication != nil && spec.Replication.MinReplicasToWrite != nil {
-			which = "0"
-		}
-		out = append(out, fmt.Sprintf("spec.replication.minReplicasToWrite: %s lets a primary cut off from its replicas keep accepting writes, which a failover to a replica then discards; set it to 1 so that such a primary refuses writes after minReplicasMaxLag seconds (writes then also wait for a connected replica), or run %d or more pods, where 1 is the default", which, minReplicasToWriteFromPods))
-	}
-	return out
-}
-
-// ---- durations: humantime 2.4's parse_duration, which redis-webhook uses ----
-
-type humanDuration struct{ sec, nsec uint64 }
-
-var errNotDuration = errors.New("not a duration")
-
-func parseHumanDuration(s string) (humanDuration, error) {
-	if s == "0" {
-		return humanDuration{}, nil
-	}
-	p := &durationParser{src: s}
-	return p.parse()
-}
-
-type durationParser struct {
-	src string
-	pos int // byte offset of the next character
-}
-
-func (p *durationParser) next() (rune, bool) {
-	if p.pos >= len(p.src) {
-		return 0, false
-	}
-	r, size := utf8.DecodeRuneInString(p.src[p.pos:])
-	p.pos += size
-	return r, true
-}
-
-func isUnitChar(c rune) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || c == 'µ' }
-
-func (p *durationParser) parse() (humanDuration, error) {
-	n, ok, err := p.firstDigit()
-	if err != nil {
-		return humanDuration{}, err
-	}
-	if !ok {
-		return humanDuration{}, errNotDuration // empty
-	}
-	var out humanDuration
-outer:
-	for {
-		var frac *[2]uint64 // numerator, denominator
-		off := p.pos
-	number:
-		for {
-			c, ok := p.next()
-			if !ok {
-				break
-			}
-			switch {
-			case '0' <= c && c <= '9':
-				if n, ok = mulAdd(n, 10, uint64(c-'0')); !ok {
-					return out, errNotDuration
-				}
-			case unicode.IsSpace(c):
-			case isUnitChar(c):
-				break number
-			case c == '.':
-				f, err := p.fraction(&off)
-				if err != nil {
-					return out, err
-				}
-				frac = &f
-				break number
-			default:
-				return out, errNotDuration
-			}
-			off = p.pos
-		}
-		start := off
-		end := p.pos
-	unit:
-		for {
-			c, ok := p.next()
-			if !ok {
-				break
-			}
-			switch {
-			case '0' <= c && c <= '9':
-				if err := p.addUnit(n, frac, start, end, &out); err != nil {
-					return out, err
-				}
-				n = uint64(c - '0')
-				continue outer
-			case unicode.IsSpace(c):
-				break unit
-			case isUnitChar(c):
-			default:
-				return out, errNotDuration
-			}
-			end = p.pos
-		}
-		if err := p.addUnit(n, frac, start, end, &out); err != nil {
-			return out, err
-		}
-		if n, ok, err = p.firstDigit(); err != nil {
-			return out, err
-		} else if !ok {
-			return out, nil
-		}
-	}
-}
-
-func (p *durationParser) firstDigit() (uint64, bool, error) {
-	for {
-		c, ok := p.next()
-		if !ok {
-			return 0, false, nil
-		}
-		switch {
-		case '0' <= c && c <= '9':
-			return uint64(c - '0'), true, nil
-		case unicode.IsSpace(c):
-		default:
-			return 0, false, errNotDuration
-		}
-	}
-}
-
-func (p *durationParser) fraction(off *int) ([2]uint64, error) {
-	var numerator, denominator uint64 = 0, 1
-	zeros := true
-	var ok bool
-loop:
-	for {
-		c, more := p.next()
-		if !more {
-			break
-		}
-		switch {
-		case c == '0':
-			if denominator, ok = mulAdd(denominator, 10, 0); !ok {
-				return [2]uint64{}, errNotDuration
-			}
-			if !zeros {
-				if numerator, ok = mulAdd(numerator, 10, 0); !ok {
-					return [2]uint64{}, errNotDuration
-				}
-			}
-		case '1' <= c && c <= '9':
-			zeros = false
-			if denominator, ok = mulAdd(denominator, 10, 0); !ok {
-				return [2]uint64{}, errNotDuration
-			}
-			if numerator, ok = mulAdd(numerator, 10, uint64(c-'0')); !ok {
-				return [2]uint64{}, errNotDuration
-			}
-		case unicode.IsSpace(c):
-		case isUnitChar(c):
-			break loop
-		default:
-			return [2]uint64{}, errNotDuration
-		}
-		*off = p.pos
-	}
-	if denominator == 1 {
-		return [2]uint64{}, errNotDuration
-	}
-	return [2]uint64{numerator, denominator}, nil
-}
-
-// Seconds (or, below a second, nanoseconds) per unit, as humantime's Unit.
-var durationUnits = map[string]struct {
-	secs, nanos uint64
-}{}
-
-func init() {
-	for names, u := range map[string]struct{ secs, nanos uint64 }{
-		"nanos nsec ns":             {0, 1},
-		"usec us µs":                {0, 1000},
-		"millis msec ms":            {0, 1_000_000},
-		"seconds second secs sec s": {1, 0},
-		"minutes minute min mins m": {60, 0},
-		"hours hour hr hrs h":       {3600, 0},
-		"days day d":                {86400, 0},
-		"weeks week wk wks w":       {86400 * 7, 0},
-		"months month M":            {2_630_016, 0},
-		"years year yr yrs y":       {31_557_600, 0},
-	} {
-		for _, name := range strings.Fields(names) {
-			durationUnits[name] = u
-		}
-	}
-}
-
-func (p *durationParser) addUnit(n uint64, frac *[2]uint64, start, end int, out *humanDuration) error {
-	u, ok := durationUnits[p.src[start:end]]
-	if !ok {
-		return errNotDuration
-	}
-	var sec, nsec uint64
-	if u.secs > 0 {
-		if sec, ok = mulAdd(n, u.secs, 0); !ok {
-			return errNotDuration
-		}
-	} else if nsec, ok = mulAdd(n, u.nanos, 0); !ok {
-		return errNotDuration
-	}
-	if err := addCurrent(sec, nsec, out); err != nil {
-		return err
-	}
-	if frac == nil {
-		return nil
-	}
-	num, den := frac[0], frac[1]
-	var scale uint64
-	inNanos := true
-	switch {
-	case u.secs == 0 && u.nanos == 1:
-		return errNotDuration // fractions of a nanosecond
-	case u.secs == 0:
-		scale = u.nanos
-	case u.secs == 1:
-		scale = 1_000_000_000
-	case u.secs == 60:
-		scale = 60_000_000_000
-	default:
-		scale, inNanos = u.secs, false
-	}
-	v, ok := mulAdd(num, scale, 0)
-	if !ok || v%den != 0 {
-		return errNotDuration
-	}
-	if inNanos {
-		return addCurrent(0, v/den, out)
-	}
-	return addCurrent(v/den, 0, out)
-}
-
-func addCurrent(sec, nsec uint64, out *humanDuration) error {
-	nsec, carry := bits.Add64(out.nsec, nsec, 0)
-	if carry != 0 {
-		return errNotDuration
-	}
-	if nsec > 1_000_000_000 {
-		if sec, carry = bits.Add64(sec, nsec/1_000_000_000, 0); carry != 0 {
-			return errNotDuration
-		}
-		nsec %= 1_000_000_000
-	}
-	if sec, carry = bits.Add64(out.sec, sec, 0); carry != 0 {
-		return errNotDuration
-	}
-	if nsec == 1_000_000_000 { // Duration::new carries a whole second of nanoseconds
-		if sec, carry = bits.Add64(sec, 1, 0); carry != 0 {
-			return errNotDuration
-		}
-		nsec = 0
-	}
-	*out = humanDuration{sec, nsec}
-	return nil
-}
-
-// mulAdd returns a*b+c, or false when it overflows 64 bits.
-func mulAdd(a, b, c uint64) (uint64, bool) {
-	hi, lo := bits.Mul64(a, b)
-	if hi != 0 {
-		return 0, false
-	}
-	sum, carry := bits.Add64(lo, c, 0)
-	return sum, carry == 0
-}
-
 // ---- small helpers ----
-
-// rustQuote formats a string as Rust's `{:?}` does (the messages quote values that way).
-func rustQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, c := range s {
-		switch c {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case 0:
-			b.WriteString(`\0`)
-		default:
-			if unicode.IsPrint(c) || c == ' ' {
-				b.WriteRune(c)
-			} else {
-				fmt.Fprintf(&b, `\u{%x}`, c)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
 
 func asciiEqualFold(a, b string) bool {
 	if len(a) != len(b) {
