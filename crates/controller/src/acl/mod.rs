@@ -65,7 +65,7 @@ impl State {
         self.by_redis.forget(uid);
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Applied>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, Applied>> {
         self.by_redis.lock()
     }
 }

@@ -37,7 +37,6 @@ use kube::{Client, Resource, ResourceExt};
 pub use rules::Password;
 use rules::{Answer, Fix, answer, candidates, fix, needs_check, password_in, references, remember};
 pub use status::AUTH_FAILED;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Reason of the Normal Event when pods were given the Secret's new password.
@@ -128,11 +127,11 @@ impl State {
         self.known().entry(uid.to_owned()).or_default().recheck = true;
     }
 
-    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+    fn known(&self) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, Known>> {
         self.redis.lock()
     }
 
-    fn read(&self) -> std::sync::MutexGuard<'_, HashMap<String, Read>> {
+    fn read(&self) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, Read>> {
         self.read.lock()
     }
 }

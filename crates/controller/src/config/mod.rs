@@ -32,7 +32,6 @@ use kube::runtime::events::{EventType, Recorder};
 use kube::{Resource, ResourceExt};
 pub use plan::Settled;
 use plan::{Due, Known};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Reason of the Normal Event when pods were given changed settings live.
@@ -53,7 +52,7 @@ impl State {
         self.by_redis.forget(uid);
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, Known>> {
         self.by_redis.lock()
     }
 }

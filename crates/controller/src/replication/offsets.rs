@@ -44,7 +44,9 @@ impl LastOffsets {
         self.by_redis.keep_only(exists);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, i64>>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, HashMap<String, i64>>> {
         self.by_redis.lock()
     }
 }

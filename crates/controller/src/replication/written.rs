@@ -70,7 +70,10 @@ impl LabelWrites {
         self.by_redis.keep_only(exists);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, Written>>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, HashMap<String, Written>>>
+    {
         self.by_redis.lock()
     }
 }

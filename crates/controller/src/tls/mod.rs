@@ -39,7 +39,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use material::Material;
 use rustls::pki_types::{CertificateDer, ServerName};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,7 +95,7 @@ impl State {
         self.redis.forget(uid);
     }
 
-    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+    fn known(&self) -> std::sync::MutexGuard<'_, crate::k8s::by_redis::Memory<String, Known>> {
         self.redis.lock()
     }
 }
