@@ -28,6 +28,73 @@ async fn connection(redis: &LocalRedis) -> Result<redis::aio::MultiplexedConnect
         .map_err(|e| Error::process(format!("connecting to :{}", redis.port), e))
 }
 
+/// A primary `a` with two replicas, `b` (the heir of a switchover) and `c` (still following `a`
+/// after it, as a replica the next pass repoints), and a writer on `a`.
+struct Three {
+    a: LocalRedis,
+    b: LocalRedis,
+    c: LocalRedis,
+    stop: Arc<AtomicBool>,
+    writer: tokio::task::JoinHandle<BTreeSet<u64>>,
+}
+
+impl Three {
+    async fn start() -> Result<Self, Error> {
+        let a = replica_of(None)?;
+        a.wait_answering(None, None).await?;
+        let b = replica_of(Some(a.port))?;
+        let c = replica_of(Some(a.port))?;
+        b.wait_linked().await?;
+        c.wait_linked().await?;
+        // A writer on the old primary: SET + WAIT 1, as a client that keeps its connection.
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = tokio::spawn(acknowledged_writes(connection(&a).await?, stop.clone()));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        Ok(Three {
+            a,
+            b,
+            c,
+            stop,
+            writer,
+        })
+    }
+
+    /// After a switchover from `a` to `b`: stops the writer, repoints `c` to `b` as the next
+    /// pass would, and checks that `b` has every write that was acknowledged.
+    async fn check_nothing_lost(self) -> Result<(), Error> {
+        let Three {
+            b, c, stop, writer, ..
+        } = self;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, Ordering::Relaxed);
+        let acked = writer
+            .await
+            .map_err(|e| Error::process("the writer", e.to_string()))?;
+        // The next pass repoints the third server to the new primary.
+        c.server("c")
+            .follow("127.0.0.1", b.port)
+            .await
+            .map_err(|e| Error::process("repointing c", e.to_string()))?;
+
+        assert!(
+            acked.len() > 10,
+            "too few writes acknowledged: {}",
+            acked.len()
+        );
+        let mut heir = connection(&b).await?;
+        let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
+        let lost = e2e::history::missing_writes(&mut heir, &written).await?;
+        assert!(
+            lost.is_empty(),
+            "{} of {} acknowledged writes lost: {:?}",
+            lost.len(),
+            acked.len(),
+            &lost[..lost.len().min(20)]
+        );
+        Ok(())
+    }
+}
+
 /// SET + WAIT 1 until `stop`, as a client that keeps its connection: the numbers of the writes
 /// at least one replica acknowledged.
 async fn acknowledged_writes(
@@ -70,53 +137,16 @@ async fn acknowledged_writes(
 #[tokio::test]
 async fn a_switchover_whose_label_move_outlasts_the_pause_loses_no_acknowledged_write()
 -> Result<(), Error> {
-    let a = replica_of(None)?;
-    a.wait_answering(None, None).await?;
-    let b = replica_of(Some(a.port))?;
-    let c = replica_of(Some(a.port))?;
-    b.wait_linked().await?;
-    c.wait_linked().await?;
-
-    // A writer on the old primary: SET + WAIT 1, as a client that keeps its connection.
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = tokio::spawn(acknowledged_writes(connection(&a).await?, stop.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
+    let three = Three::start().await?;
     // The label move takes longer than the 5 s pause.
     let slow_label_move = || async {
         tokio::time::sleep(Duration::from_secs(7)).await;
         Ok(())
     };
-    switchover(a.server("a"), b.server("b"), slow_label_move)
+    switchover(three.a.server("a"), three.b.server("b"), slow_label_move)
         .await
         .map_err(|e| Error::process("the switchover", e.to_string()))?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.store(true, Ordering::Relaxed);
-    let acked = writer
-        .await
-        .map_err(|e| Error::process("the writer", e.to_string()))?;
-    // The next pass repoints the third server to the new primary.
-    c.server("c")
-        .follow("127.0.0.1", b.port)
-        .await
-        .map_err(|e| Error::process("repointing c", e.to_string()))?;
-
-    assert!(
-        acked.len() > 10,
-        "too few writes acknowledged: {}",
-        acked.len()
-    );
-    let mut heir = connection(&b).await?;
-    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
-    let lost = e2e::history::missing_writes(&mut heir, &written).await?;
-    assert!(
-        lost.is_empty(),
-        "{} of {} acknowledged writes lost: {:?}",
-        lost.len(),
-        acked.len(),
-        &lost[..lost.len().min(20)]
-    );
-    Ok(())
+    three.check_nothing_lost().await
 }
 
 /// A TCP proxy on 127.0.0.1 that holds every chunk the server sends back for `delay` before
@@ -166,52 +196,16 @@ async fn slow_replies_to(upstream: u16, delay: Duration) -> Result<u16, Error> {
 #[tokio::test]
 async fn a_switchover_to_a_slow_heir_keeps_writes_paused_until_the_old_primary_follows()
 -> Result<(), Error> {
-    let a = replica_of(None)?;
-    a.wait_answering(None, None).await?;
-    let b = replica_of(Some(a.port))?;
-    let c = replica_of(Some(a.port))?;
-    b.wait_linked().await?;
-    c.wait_linked().await?;
-    let slow_b = slow_replies_to(b.port, Duration::from_millis(900)).await?;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = tokio::spawn(acknowledged_writes(connection(&a).await?, stop.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
+    let three = Three::start().await?;
+    let slow_b = slow_replies_to(three.b.port, Duration::from_millis(900)).await?;
     let heir = Server {
         port: slow_b,
-        ..b.server("b")
+        ..three.b.server("b")
     };
-    switchover(a.server("a"), heir, || async { Ok(()) })
+    switchover(three.a.server("a"), heir, || async { Ok(()) })
         .await
         .map_err(|e| Error::process("the switchover", e.to_string()))?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.store(true, Ordering::Relaxed);
-    let acked = writer
-        .await
-        .map_err(|e| Error::process("the writer", e.to_string()))?;
-    // The next pass repoints the third server to the new primary.
-    c.server("c")
-        .follow("127.0.0.1", b.port)
-        .await
-        .map_err(|e| Error::process("repointing c", e.to_string()))?;
-
-    assert!(
-        acked.len() > 10,
-        "too few writes acknowledged: {}",
-        acked.len()
-    );
-    let mut new_primary = connection(&b).await?;
-    let written: Vec<(String, u64)> = acked.iter().map(|n| (format!("k{n}"), *n)).collect();
-    let lost = e2e::history::missing_writes(&mut new_primary, &written).await?;
-    assert!(
-        lost.is_empty(),
-        "{} of {} acknowledged writes lost: {:?}",
-        lost.len(),
-        acked.len(),
-        &lost[..lost.len().min(20)]
-    );
-    Ok(())
+    three.check_nothing_lost().await
 }
 
 /// A failover whose pass ends after the promotion (a replica to repoint was still loading its
