@@ -253,22 +253,10 @@ pub fn updated_note(updated: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::users::tests::{acl, passwords};
     use api::acl::OPERATOR_PASSWORD_KEY;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
     use serde_json::json;
-
-    fn acl(value: serde_json::Value) -> AclSpec {
-        serde_json::from_value(value).expect("acl")
-    }
-
-    fn passwords(users: &HashMap<String, String>) -> Passwords<'_> {
-        Passwords {
-            default: Some("s3cr3t"),
-            operator: "op",
-            replication: "repl",
-            users,
-        }
-    }
 
     fn pod(name: &str) -> Arc<CachedPod> {
         let mut pod = CachedPod::default();

@@ -129,15 +129,15 @@ pub fn generate() -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn acl(value: serde_json::Value) -> AclSpec {
+    pub(crate) fn acl(value: serde_json::Value) -> AclSpec {
         serde_json::from_value(value).expect("acl")
     }
 
-    fn passwords(users: &HashMap<String, String>) -> Passwords<'_> {
+    pub(crate) fn passwords(users: &HashMap<String, String>) -> Passwords<'_> {
         Passwords {
             default: Some("s3cr3t"),
             operator: "op",

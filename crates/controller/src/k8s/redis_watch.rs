@@ -45,11 +45,12 @@ pub fn metadata_only(obj: &DynamicObject) -> Redis {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn object(spec: serde_json::Value) -> DynamicObject {
+    /// A stored Redis object with this `spec`, as the untyped watch gets it.
+    pub(crate) fn object(spec: serde_json::Value) -> DynamicObject {
         serde_json::from_value(json!({
             "apiVersion": "myapp.tangx.in/v1",
             "kind": "Redis",

@@ -133,17 +133,8 @@ fn remove_finalizer(index: usize) -> Result<json_patch::Patch, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::redis_watch::tests::object;
     use serde_json::json;
-
-    fn object(spec: serde_json::Value) -> DynamicObject {
-        serde_json::from_value(json!({
-            "apiVersion": "myapp.tangx.in/v1",
-            "kind": "Redis",
-            "metadata": {"name": "big", "namespace": "ns", "uid": "u1", "generation": 2},
-            "spec": spec,
-        }))
-        .expect("any JSON object reads as a DynamicObject")
-    }
 
     #[test]
     fn the_report_is_written_once() {
