@@ -10,7 +10,8 @@
 //!
 //! 1. children: Services, PodDisruptionBudget, NetworkPolicy (`children::step`, §3, §3j, §3n);
 //!    a name held by another object is a Warning Event now, Ready False, and the error returned
-//!    last (§3i.2): their failure must not hold back the pods.
+//!    last (§3i.2): their failure must not hold back the pods. They are written at the same
+//!    time as the pods (step 9): nothing else in the pass reads them.
 //! 2. storage: the claims before the pods that mount them (`storage::step`, §3d).
 //! 3. TLS: the Secret and the client every connection to the pods uses (`tls::prepare`, §3k).
 //! 4. login: the ACL users or the password, set on the pods before anything else talks to them
@@ -20,8 +21,9 @@
 //! 6. configuration: the live directives (`config::step`, §3m).
 //! 7. restore: where a restored Redis's pods download from (`backup::restore::prepare`, §3o).
 //! 8. plan the pods (`pods::plan`, §3), without the creates a step holds back.
-//! 9. write the pods; a pass that changed any ends there, without a status write: the pods'
-//!    events bring the next pass, which writes it.
+//! 9. write the pods, creates in slow-start batches (1, 2, 4... at once, as a ReplicaSet does:
+//!    a refused create stops the rest); a pass that changed any ends there, without a status
+//!    write: the pods' events bring the next pass, which writes it.
 //! 10. fold the status, written only when it changed (§3), then the first error of the pass,
 //!     then the name conflicts (claims, children), for backoff.
 //!
@@ -54,7 +56,7 @@ use crate::step::{self, Outcome, Step};
 use crate::{RetryClass, acl, backoff, backup, children, config, replication, storage, tls};
 use api::{FINALIZER, Redis};
 use cleanup::cleanup;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
@@ -90,6 +92,7 @@ pub async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Req
 async fn reconcile_redis(redis: Arc<Redis>, ctx: &Context) -> Result<Requeue, Error> {
     let namespace = k8s::namespace(&redis.metadata)?;
     let api: Api<Redis> = Api::namespaced(ctx.client.clone(), namespace);
+    let redis = with_finalizer(&api, redis).await?;
     finalizer(&api, FINALIZER, redis, |event| async {
         match event {
             Finalizer::Apply(redis) => apply(&redis, ctx).await,
@@ -98,6 +101,42 @@ async fn reconcile_redis(redis: Arc<Redis>, ctx: &Context) -> Result<Requeue, Er
     })
     .await
     .map_err(|e| Error::Finalizer(Box::new(e)))
+}
+
+/// A new Redis with the finalizer added, so that its first pass also builds it. The finalizer
+/// helper adds it and ends the pass there (its patch brings the next one): a whole turn of the
+/// work queue per new Redis, which under load is most of the wait. Same patch as the helper's (a
+/// test of the list as read, so a concurrent writer is not overwritten); the helper then finds it
+/// and applies.
+async fn with_finalizer(api: &Api<Redis>, redis: Arc<Redis>) -> Result<Arc<Redis>, Error> {
+    let finalizers = redis.finalizers();
+    if redis.metadata.deletion_timestamp.is_some() || finalizers.iter().any(|f| f == FINALIZER) {
+        return Ok(redis);
+    }
+    let name = redis.name_any();
+    let (listed, add) = if finalizers.is_empty() {
+        (
+            serde_json::Value::Null,
+            ("/metadata/finalizers", serde_json::json!([FINALIZER])),
+        )
+    } else {
+        (
+            serde_json::json!(finalizers),
+            ("/metadata/finalizers/-", serde_json::json!(FINALIZER)),
+        )
+    };
+    let patch = serde_json::json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": listed},
+        {"op": "add", "path": add.0, "value": add.1},
+    ]);
+    let patch: json_patch::Patch = serde_json::from_value(patch).map_err(Error::EncodePatch)?;
+    let added = api
+        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+        .map_err(|e| {
+            Error::Finalizer(Box::new(kube::runtime::finalizer::Error::AddFinalizer(e)))
+        })?;
+    Ok(Arc::new(added))
 }
 
 /// Requeue policy: conflicts and waits retry soon; other errors back off exponentially per Redis.
@@ -151,7 +190,9 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let hash = pod_hash(&redis.spec, &hashed_pod_spec(name, &redis.spec));
     let mut pass = PassOutcome::default();
 
-    let children = children::step(&step, &ctx.children, &ctx.operator).await;
+    // Not awaited here: the children go at the same time as the pod writes below (their outcome
+    // holds nothing back and asks for no retry; it only folds into the status).
+    let children = children::step(&step, &ctx.children, &ctx.operator);
     let claims = pass.keep_going(storage::step(&step, &ctx.children.claims, replicas).await);
     let mut certificate = pass.keep_going(tls::prepare(&step, &ctx.tls).await);
     let tls_client = certificate.as_ref().and_then(|c| c.client.clone());
@@ -166,8 +207,7 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
     let replication = pass.keep_going(replication);
     let configured = config::step(&step, &ctx.config).await;
     let restore = backup::restore::prepare(&ctx.client, redis, namespace).await;
-    let outcomes: [&dyn Outcome; 7] = [
-        &children,
+    let outcomes: [&dyn Outcome; 6] = [
         &claims,
         &certificate,
         &access,
@@ -190,7 +230,8 @@ async fn apply(redis: &Redis, ctx: &Context) -> Result<Requeue, Error> {
         &restore,
         &mut pass,
     );
-    if written.await.is_break() {
+    let (children, written) = tokio::join!(children, written);
+    if written.is_break() {
         // The namespace is being deleted, and this Redis with it: nothing to build.
         ctx.terminating().mark(namespace, Instant::now());
         return Ok(Requeue::await_change());
@@ -305,6 +346,7 @@ fn status_of(
 
 /// Carries out the pod plan, in order, recording each write in `pass`; the pods created and
 /// deleted are said in one Event each afterwards. `Break` when the namespace is terminating.
+/// A run of creates goes in slow-start batches ([`slow_start`]); deletes go one at a time.
 async fn write_steps(
     w: &PodWriter<'_>,
     redis: &Redis,
@@ -317,27 +359,34 @@ async fn write_steps(
     let mut created = Vec::new();
     let mut deleted = Vec::new();
     let mut flow = ControlFlow::Continue(());
-    for step in steps {
-        let done = match step {
-            PodStep::Create { .. } if pass.creates_refused => continue,
-            PodStep::Create { ordinal } => {
-                let done = pods::create_pod(w, redis, *ordinal, spec, hash, init(*ordinal)).await;
+    let create = |ordinal: u32| async move {
+        let done = pods::create_pod(w, redis, ordinal, spec, hash, init(ordinal)).await;
+        (ordinal, done)
+    };
+    for batch in slow_start(steps) {
+        if let [PodStep::Delete { name, uid, reason }] = batch {
+            let why = reason.describe();
+            let without_kubelet = *reason == DeleteReason::NodeLost;
+            let done = pods::delete_pod(w, name, uid.as_deref(), why, without_kubelet).await;
+            if let Ok(Deletion::Deleted) = done {
+                deleted.push((why, name.clone()));
+            }
+            flow = pass.record(&batch[0], done.map(Deletion::done));
+        } else if !pass.creates_refused {
+            let ordinals = batch.iter().filter_map(|step| match step {
+                PodStep::Create { ordinal } => Some(*ordinal),
+                PodStep::Delete { .. } => None,
+            });
+            let results = futures::future::join_all(ordinals.map(create)).await;
+            for ((ordinal, done), step) in results.into_iter().zip(batch) {
                 if let Ok(Done::Yes) = done {
-                    created.push(api::pods::pod_name(&redis.name_any(), *ordinal));
+                    created.push(api::pods::pod_name(&redis.name_any(), ordinal));
                 }
-                done
-            }
-            PodStep::Delete { name, uid, reason } => {
-                let why = reason.describe();
-                let without_kubelet = *reason == DeleteReason::NodeLost;
-                let done = pods::delete_pod(w, name, uid.as_deref(), why, without_kubelet).await;
-                if let Ok(Deletion::Deleted) = done {
-                    deleted.push((why, name.clone()));
+                if pass.record(step, done).is_break() {
+                    flow = ControlFlow::Break(());
                 }
-                done.map(Deletion::done)
             }
-        };
-        flow = pass.record(step, done);
+        }
         if flow.is_break() {
             return flow;
         }
@@ -345,6 +394,36 @@ async fn write_steps(
     pods::announce_creates(w, &created).await;
     pods::announce_deletes(w, &deleted).await;
     flow
+}
+
+/// The pod plan in the batches it is carried out in: each delete alone; each run of creates in
+/// batches of 1, 2, 4... (a ReplicaSet's slow start: a first refused create, say by a quota,
+/// costs one request, and a pass that makes many pods does not wait for each in turn).
+fn slow_start(steps: &[PodStep]) -> Vec<&[PodStep]> {
+    let mut batches = Vec::new();
+    let mut rest = steps;
+    let mut size = 1;
+    while let Some(first) = rest.first() {
+        let take = match first {
+            PodStep::Delete { .. } => {
+                size = 1;
+                1
+            }
+            PodStep::Create { .. } => {
+                let run = rest
+                    .iter()
+                    .take_while(|s| matches!(s, PodStep::Create { .. }))
+                    .count();
+                let take = size.min(run);
+                size = if take == run { 1 } else { size * 2 };
+                take
+            }
+        };
+        let (batch, after) = rest.split_at(take);
+        batches.push(batch);
+        rest = after;
+    }
+    batches
 }
 
 /// A paused Redis: no pod, claim, child, role or password write; only the Ready condition says
@@ -471,6 +550,39 @@ mod tests {
             pass.record(&create, Ok(Done::NamespaceTerminating))
                 .is_break()
         );
+    }
+
+    #[test]
+    fn creates_go_in_batches_of_one_two_four_and_deletes_alone() {
+        let create = |ordinal| PodStep::Create { ordinal };
+        let delete = |name: &str| PodStep::Delete {
+            name: name.into(),
+            uid: None,
+            reason: DeleteReason::ScaleDown,
+        };
+        let sizes = |steps: &[PodStep]| {
+            slow_start(steps)
+                .iter()
+                .map(|b| b.len())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(sizes(&[]), Vec::<usize>::new());
+        assert_eq!(sizes(&[create(0)]), [1]);
+        assert_eq!(sizes(&(0..3).map(create).collect::<Vec<_>>()), [1, 2]);
+        assert_eq!(
+            sizes(&(0..10).map(create).collect::<Vec<_>>()),
+            [1, 2, 4, 3]
+        );
+        let mixed = [
+            delete("r-5"),
+            create(1),
+            create(2),
+            delete("r-4"),
+            create(3),
+        ];
+        assert_eq!(sizes(&mixed), [1, 1, 1, 1, 1]);
+        let batches = slow_start(&mixed);
+        assert_eq!(batches.concat(), mixed, "every step, in the plan's order");
     }
 
     #[test]
