@@ -249,9 +249,15 @@ where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
     let start = Instant::now();
-    api.delete_collection(&DeleteParams::background(), &ListParams::default())
+    // One request deletes them all, and with a thousand Redis it can outlast the API server's
+    // request timeout (the connection closes mid-way, some deleted and some not): then the wait
+    // below asks again while one is left that is not being deleted.
+    if let Err(e) = api
+        .delete_collection(&DeleteParams::background(), &ListParams::default())
         .await
-        .context(format!("deleting every {what}"))?;
+    {
+        progress(format!("deleting every {what}: {e}; asking again while waiting"));
+    }
     wait_for(
         &format!("every {what} to be gone"),
         TEARDOWN_TIMEOUT,
@@ -260,6 +266,16 @@ where
                 .list_metadata(&ListParams::default().limit(1))
                 .await
                 .map_err(seen)?;
+            let undeleted = left
+                .items
+                .first()
+                .is_some_and(|one| one.metadata.deletion_timestamp.is_none());
+            if undeleted {
+                let again = api
+                    .delete_collection(&DeleteParams::background(), &ListParams::default())
+                    .await;
+                again.map_err(seen)?;
+            }
             match left.items.first() {
                 None => Ok(()),
                 Some(one) => Err(format!(
