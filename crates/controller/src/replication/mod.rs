@@ -402,20 +402,23 @@ async fn run_steps(
     Ok(())
 }
 
-/// Records the offset of every server read, and forgets pods no longer there.
+/// Records where every server was seen (its read, or its primary's count of what it
+/// acknowledged), and forgets pods no longer there.
 fn remember_offsets(pass: &Pass<'_>, pods: &[Arc<CachedPod>], observed: &[Seen]) {
-    let uids: Vec<&str> = pods
+    let reads: Vec<offsets::PodRead<'_>> = pods
         .iter()
-        .filter_map(|p| p.metadata.uid.as_deref())
+        .zip(observed)
+        .filter_map(|(pod, seen)| {
+            Some(offsets::PodRead {
+                pod_uid: pod.metadata.uid.as_deref()?,
+                ip: pod.ip(),
+                read: seen
+                    .observed()
+                    .and_then(|o| Some((&o.role, o.history.as_ref()?))),
+            })
+        })
         .collect();
-    pass.state.offsets.retain(pass.uid, &uids);
-    for (pod, seen) in pods.iter().zip(observed) {
-        if let (Some(pod_uid), Some(read)) = (pod.metadata.uid.as_deref(), seen.observed()) {
-            pass.state
-                .offsets
-                .record(pass.uid, pod_uid, read.role.offset());
-        }
-    }
+    pass.state.offsets.record_pass(pass.uid, &reads);
 }
 
 /// The pods as the planner sees them, with what their redis-servers said.
@@ -511,8 +514,9 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, seen: &Seen) -> Member {
         keys: seen.observed().map_or(0, |o| o.keys),
         loading: seen.observed().is_some_and(|o| o.loading),
         redis: seen.observed().map(|o| o.role.clone()),
+        history: seen.observed().and_then(|o| o.history.clone()),
         refuses_auth: matches!(seen, Seen::AuthRefused),
-        last_offset: match seen {
+        last_read: match seen {
             Seen::Read(_) => None,
             Seen::AuthRefused | Seen::Unreachable => pod
                 .metadata

@@ -154,6 +154,10 @@ pub fn conditions(health: &Health) -> [(&'static str, &'static str, &'static str
             ("False", "FailingOver", m.clone()),
             ("True", "Promoting", m.clone()),
         ),
+        Health::WaitingForMember(m) => (
+            ("False", "WaitingForUnreadMember", m.clone()),
+            ("True", "WaitingForUnreadMember", m.clone()),
+        ),
         Health::NoCandidate(m) => (
             ("False", "NoPrimary", m.clone()),
             ("True", "NoReplicaReachable", m.clone()),

@@ -40,7 +40,7 @@
 mod election;
 mod model;
 
-pub use model::{Decision, Health, Label, Member, Settings, Step};
+pub use model::{Decision, Health, Label, LastRead, Member, Settings, Step};
 
 use crate::redis_server::info::RedisRole;
 use election::{
