@@ -8,15 +8,16 @@
 //!   [`crate::redis_server`]), runs the steps in order, and says what it did in Events.
 
 pub mod clock;
+mod events;
 pub mod offsets;
 pub mod plan;
+pub mod spread;
 pub mod status;
 pub mod written;
 
 use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::by_redis::Remembers;
-use crate::k8s::events::{pod_ref, publish};
 use crate::redis_server::info::RedisRole;
 use crate::redis_server::{self, Login, Observed, Server, TlsClient};
 use crate::step::{Outcome as StepOutcome, Step as PassStep};
@@ -25,10 +26,10 @@ use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use clock::PrimarySeen;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{EventType, Recorder};
-use kube::{Client, Resource};
+use kube::runtime::events::Recorder;
 use plan::{Label, Member, Settings, Step};
 pub use status::Outcome;
 use std::collections::HashMap;
@@ -159,44 +160,7 @@ pub async fn apply(
     };
     let owned = fresh(&pass, owned).await?;
     let outcome = reconcile(&pass, &owned).await?;
-    let reference = redis.object_ref(&());
-    if let Some((reason, note)) = &outcome.decision.event {
-        tracing::info!(redis = %redis.name_any(), reason, note, "replication");
-        // The new primary's pod is the related object: the recorder folds Events of one key
-        // into a series that keeps its first note, so without it a later election of another
-        // pod would read as a repeat of the first ("r-0 is the primary", x2).
-        let related = outcome
-            .decision
-            .primary
-            .as_deref()
-            .map(|pod| pod_ref(Some(namespace), pod));
-        publish(
-            shell.recorder,
-            &reference,
-            related,
-            EventType::Normal,
-            reason,
-            "Promote",
-            note.clone(),
-        )
-        .await;
-    }
-    // Every re-pointing is said too (none at rest: a replica already following is left alone).
-    for step in &outcome.decision.steps {
-        if let Step::Follow { pod, host } = step {
-            let primary = outcome.decision.primary.as_deref().unwrap_or("?");
-            publish(
-                shell.recorder,
-                &reference,
-                Some(pod_ref(Some(namespace), pod)),
-                EventType::Normal,
-                "ReplicaRepointed",
-                "Repoint",
-                format!("{pod} now replicates {primary} ({host})"),
-            )
-            .await;
-        }
-    }
+    events::announce(shell.recorder, redis, namespace, &outcome).await;
     Ok(Some(outcome))
 }
 
@@ -336,8 +300,14 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         }
     }
     let members = status::member_status(&decision, &members);
+    let nodes: Vec<(&str, Option<&str>)> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.metadata.name.as_deref()?, p.node.as_deref())))
+        .collect();
     Ok(Outcome {
         refuses_auth: observed.iter().any(|m| matches!(m, Seen::AuthRefused)),
+        spread: spread::spread(decision.primary.as_deref(), &nodes),
         decision,
         members,
     })
