@@ -4,6 +4,11 @@
 //! - [`plan`]: the decision: who is primary, what to promote, repoint or label (pure; the rules
 //!   are stated there).
 //! - [`status`]: the primary, the members and the conditions the status shows (pure).
+//! - [`offsets`]: where each pod was last seen (its read, or what its primary says it
+//!   acknowledged, in its replication history): a failover never promotes a replica that may
+//!   lack what a member unread now holds (issue #41.2).
+//! - [`spread`]: whether the primary shares its node with another pod (the `Spread` condition).
+//! - `events`: what a pass says in Events, the Warnings once each.
 //! - this module: the shell that observes every pod's redis-server (through
 //!   [`crate::redis_server`]), runs the steps in order, and says what it did in Events.
 
