@@ -285,7 +285,7 @@ pub struct RedisStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
-    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired spec and is Ready. In Replication mode also `Replicating` (every replica linked to the primary and within minReplicasMaxLag) and `FailingOver` (the primary is lost and a replica is being promoted).
+    /// Standard conditions; `Ready` is True when every desired pod exists, runs the desired spec and is Ready. In Replication mode also `Replicating` (every replica linked to the primary and within minReplicasMaxLag), `FailingOver` (the primary is lost and a replica is being promoted; reason WaitingForUnreadMember while a member that cannot be read may hold acknowledged writes the best readable replica lacks) and `Spread` (False while the primary shares its node with another pod: a write acknowledged by WAIT 1 from that pod alone is lost if the node fails).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

@@ -34,6 +34,9 @@ pub struct CachedPod {
     pub phase: Option<String>,
     /// `status.podIP`.
     pub ip: Option<String>,
+    /// `spec.nodeName`: the node it was scheduled on (Replication mode says when the primary
+    /// shares it, `replication::spread`).
+    pub node: Option<String>,
     /// The Ready condition is True.
     pub ready: bool,
     /// The PodScheduled condition is False for reason Unschedulable: its message ("" without).
@@ -80,6 +83,7 @@ impl CachedPod {
             spec,
             status,
         } = pod;
+        let node = spec.as_ref().and_then(|s| s.node_name.clone());
         let start_config = spec
             .and_then(|s| {
                 s.containers
@@ -113,6 +117,7 @@ impl CachedPod {
             spec_hash,
             phase: status.phase,
             ip: status.pod_ip,
+            node,
             ready: conditions
                 .iter()
                 .any(|c| c.type_ == "Ready" && c.status == "True"),

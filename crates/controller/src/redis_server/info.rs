@@ -107,6 +107,52 @@ impl RedisRole {
     }
 }
 
+/// Which replication history a server's offset counts in (`INFO replication`): offsets of two
+/// histories say nothing of each other, so what the controller remembers of a server is compared
+/// only within one (issue #41.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct History {
+    /// `master_replid`: the history its offset counts in (a replica takes its primary's).
+    pub replid: String,
+    /// `master_replid2`: the history it continued from when it was promoted or its primary
+    /// changed (all zeros: none).
+    pub replid2: String,
+    /// `second_repl_offset`: it holds `replid2`'s stream up to the byte before this one (`-1`:
+    /// none).
+    pub second_offset: i64,
+}
+
+impl History {
+    /// Reads the text of `INFO replication`; `None` without a `master_replid`.
+    pub fn parse(info: &str) -> Option<Self> {
+        let field = |key: &str| {
+            info.lines()
+                .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        Some(History {
+            replid: field("master_replid")?.to_owned(),
+            replid2: field("master_replid2").unwrap_or_default().to_owned(),
+            second_offset: field("second_repl_offset")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1),
+        })
+    }
+
+    /// How much of history `replid`'s stream a server of this history holding `offset` of its
+    /// own has: all of it up to `offset` in its own history, up to where it left the one before
+    /// in that one; `None` for any other (nothing can be said of it).
+    pub fn holds_of(&self, offset: i64, replid: &str) -> Option<i64> {
+        if replid == self.replid {
+            Some(offset)
+        } else if replid == self.replid2 && self.second_offset > 0 {
+            Some(offset.min(self.second_offset - 1))
+        } else {
+            None
+        }
+    }
+}
+
 /// The keys of every database in the text of `INFO keyspace` (`db0:keys=3,expires=0,...`).
 pub fn keys(info: &str) -> u64 {
     info.lines()
@@ -261,6 +307,28 @@ mod tests {
             slave_repl_offset:209262466\nmaster_link_down_since_seconds:-1\n\
             master_replid2:0000000000000000000000000000000000000000\n";
         assert!(!linked(fresh));
+    }
+
+    #[test]
+    fn a_history_holds_its_own_stream_and_the_one_before_up_to_where_it_left_it() {
+        let promoted = History::parse(
+            "role:master\nmaster_replid:new\nmaster_replid2:old\n\
+             master_repl_offset:900\nsecond_repl_offset:701\n",
+        )
+        .expect("parses");
+        assert_eq!(promoted.holds_of(900, "new"), Some(900));
+        assert_eq!(promoted.holds_of(900, "old"), Some(700));
+        assert_eq!(promoted.holds_of(900, "other"), None);
+        let never = History::parse(
+            "role:slave\nmaster_replid:abc\n\
+             master_replid2:0000000000000000000000000000000000000000\nsecond_repl_offset:-1\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            never.holds_of(5, "0000000000000000000000000000000000000000"),
+            None
+        );
+        assert_eq!(History::parse("role:master\n"), None);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub struct Server<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observed {
     pub role: RedisRole,
+    /// Which replication history its offset counts in.
+    pub history: Option<info::History>,
     /// `min-replicas-to-write`, `min-replicas-max-lag` as configured now.
     pub min_replicas: (i64, i64),
     /// The keys it holds, over every database (`INFO keyspace`).
@@ -210,6 +212,7 @@ impl Server<'_> {
         };
         Ok(Observed {
             role,
+            history: info::History::parse(&info),
             keys: info::keys(&keyspace),
             loading: info::loading(&persistence),
             min_replicas: (

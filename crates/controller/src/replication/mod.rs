@@ -4,19 +4,25 @@
 //! - [`plan`]: the decision: who is primary, what to promote, repoint or label (pure; the rules
 //!   are stated there).
 //! - [`status`]: the primary, the members and the conditions the status shows (pure).
+//! - [`offsets`]: where each pod was last seen (its read, or what its primary says it
+//!   acknowledged, in its replication history): a failover never promotes a replica that may
+//!   lack what a member unread now holds (issue #41.2).
+//! - [`spread`]: whether the primary shares its node with another pod (the `Spread` condition).
+//! - `events`: what a pass says in Events, the Warnings once each.
 //! - this module: the shell that observes every pod's redis-server (through
 //!   [`crate::redis_server`]), runs the steps in order, and says what it did in Events.
 
 pub mod clock;
+mod events;
 pub mod offsets;
 pub mod plan;
+pub mod spread;
 pub mod status;
 pub mod written;
 
 use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::by_redis::Remembers;
-use crate::k8s::events::{pod_ref, publish};
 use crate::redis_server::info::RedisRole;
 use crate::redis_server::{self, Login, Observed, Server, TlsClient};
 use crate::step::{Outcome as StepOutcome, Step as PassStep};
@@ -25,10 +31,10 @@ use api::pods::{ROLE_LABEL, ROLE_PRIMARY, ROLE_REPLICA};
 use clock::PrimarySeen;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{EventType, Recorder};
-use kube::{Client, Resource};
+use kube::runtime::events::Recorder;
 use plan::{Label, Member, Settings, Step};
 pub use status::Outcome;
 use std::collections::HashMap;
@@ -159,44 +165,7 @@ pub async fn apply(
     };
     let owned = fresh(&pass, owned).await?;
     let outcome = reconcile(&pass, &owned).await?;
-    let reference = redis.object_ref(&());
-    if let Some((reason, note)) = &outcome.decision.event {
-        tracing::info!(redis = %redis.name_any(), reason, note, "replication");
-        // The new primary's pod is the related object: the recorder folds Events of one key
-        // into a series that keeps its first note, so without it a later election of another
-        // pod would read as a repeat of the first ("r-0 is the primary", x2).
-        let related = outcome
-            .decision
-            .primary
-            .as_deref()
-            .map(|pod| pod_ref(Some(namespace), pod));
-        publish(
-            shell.recorder,
-            &reference,
-            related,
-            EventType::Normal,
-            reason,
-            "Promote",
-            note.clone(),
-        )
-        .await;
-    }
-    // Every re-pointing is said too (none at rest: a replica already following is left alone).
-    for step in &outcome.decision.steps {
-        if let Step::Follow { pod, host } = step {
-            let primary = outcome.decision.primary.as_deref().unwrap_or("?");
-            publish(
-                shell.recorder,
-                &reference,
-                Some(pod_ref(Some(namespace), pod)),
-                EventType::Normal,
-                "ReplicaRepointed",
-                "Repoint",
-                format!("{pod} now replicates {primary} ({host})"),
-            )
-            .await;
-        }
-    }
+    events::announce(shell.recorder, redis, namespace, &outcome).await;
     Ok(Some(outcome))
 }
 
@@ -336,8 +305,14 @@ pub async fn reconcile(pass: &Pass<'_>, pods: &[Arc<CachedPod>]) -> Result<Outco
         }
     }
     let members = status::member_status(&decision, &members);
+    let nodes: Vec<(&str, Option<&str>)> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.metadata.name.as_deref()?, p.node.as_deref())))
+        .collect();
     Ok(Outcome {
         refuses_auth: observed.iter().any(|m| matches!(m, Seen::AuthRefused)),
+        spread: spread::spread(decision.primary.as_deref(), &nodes),
         decision,
         members,
     })
@@ -402,20 +377,23 @@ async fn run_steps(
     Ok(())
 }
 
-/// Records the offset of every server read, and forgets pods no longer there.
+/// Records where every server was seen (its read, or its primary's count of what it
+/// acknowledged), and forgets pods no longer there.
 fn remember_offsets(pass: &Pass<'_>, pods: &[Arc<CachedPod>], observed: &[Seen]) {
-    let uids: Vec<&str> = pods
+    let reads: Vec<offsets::PodRead<'_>> = pods
         .iter()
-        .filter_map(|p| p.metadata.uid.as_deref())
+        .zip(observed)
+        .filter_map(|(pod, seen)| {
+            Some(offsets::PodRead {
+                pod_uid: pod.metadata.uid.as_deref()?,
+                ip: pod.ip(),
+                read: seen
+                    .observed()
+                    .and_then(|o| Some((&o.role, o.history.as_ref()?))),
+            })
+        })
         .collect();
-    pass.state.offsets.retain(pass.uid, &uids);
-    for (pod, seen) in pods.iter().zip(observed) {
-        if let (Some(pod_uid), Some(read)) = (pod.metadata.uid.as_deref(), seen.observed()) {
-            pass.state
-                .offsets
-                .record(pass.uid, pod_uid, read.role.offset());
-        }
-    }
+    pass.state.offsets.record_pass(pass.uid, &reads);
 }
 
 /// The pods as the planner sees them, with what their redis-servers said.
@@ -511,8 +489,9 @@ fn member(pass: &Pass<'_>, pod: &CachedPod, seen: &Seen) -> Member {
         keys: seen.observed().map_or(0, |o| o.keys),
         loading: seen.observed().is_some_and(|o| o.loading),
         redis: seen.observed().map(|o| o.role.clone()),
+        history: seen.observed().and_then(|o| o.history.clone()),
         refuses_auth: matches!(seen, Seen::AuthRefused),
-        last_offset: match seen {
+        last_read: match seen {
             Seen::Read(_) => None,
             Seen::AuthRefused | Seen::Unreachable => pod
                 .metadata

@@ -3,6 +3,7 @@
 //! Pure.
 
 use super::plan::{Decision, Health, Member};
+use super::spread::{self, SPREAD, Spread};
 use crate::k8s::conditions::{READY, condition, set_not_ready};
 use crate::redis_server::info;
 use api::{MemberStatus, RedisStatus};
@@ -12,6 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub struct Outcome {
     pub decision: Decision,
     pub members: Vec<MemberStatus>,
+    /// Whether the primary shares its node with another pod.
+    pub spread: Spread,
     /// A pod's redis-server refused the operator's password: the auth step checks every pod.
     pub refuses_auth: bool,
 }
@@ -47,7 +50,9 @@ pub fn with_replication(
         set_not_ready(ready, replicating.2, replicating.3, stored, now.clone());
     }
     let generation = status.observed_generation;
-    for (type_, value, reason, message) in conditions(health) {
+    let (value, reason, message) = spread::condition(&outcome.spread);
+    let spread = (SPREAD, value, reason, message);
+    for (type_, value, reason, message) in conditions(health).into_iter().chain([spread]) {
         status.conditions.push(condition(
             stored,
             type_,
@@ -131,6 +136,19 @@ pub(super) fn member_status(decision: &Decision, members: &[Member]) -> Vec<Memb
     status
 }
 
+/// The Warning to give when a failover has just come to wait for a member it cannot read (the
+/// stored `FailingOver` condition did not say so): once per wait, not every pass (the message
+/// counts seconds).
+pub fn waiting_warning(health: &Health, stored: Option<&RedisStatus>) -> Option<String> {
+    let Health::WaitingForMember(message) = health else {
+        return None;
+    };
+    let [_, (_, _, reason, _)] = conditions(health);
+    let said =
+        crate::k8s::conditions::stored(stored, "FailingOver").is_some_and(|c| c.reason == reason);
+    (!said).then(|| message.clone())
+}
+
 /// The Replicating and FailingOver conditions' (status, reason, message) for a decision.
 pub fn conditions(health: &Health) -> [(&'static str, &'static str, &'static str, String); 2] {
     let (replicating, failing_over) = match health {
@@ -153,6 +171,10 @@ pub fn conditions(health: &Health) -> [(&'static str, &'static str, &'static str
         Health::FailingOver(m) => (
             ("False", "FailingOver", m.clone()),
             ("True", "Promoting", m.clone()),
+        ),
+        Health::WaitingForMember(m) => (
+            ("False", "WaitingForUnreadMember", m.clone()),
+            ("True", "WaitingForUnreadMember", m.clone()),
         ),
         Health::NoCandidate(m) => (
             ("False", "NoPrimary", m.clone()),
@@ -181,6 +203,56 @@ pub fn conditions(health: &Health) -> [(&'static str, &'static str, &'static str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failover_waiting_for_an_unread_member_is_warned_of_once() {
+        let waiting =
+            Health::WaitingForMember("primary r-0 was unreachable for 12s: waiting for r-1".into());
+        let stored = |health: &Health| {
+            with_replication(
+                RedisStatus::default(),
+                Some(&Outcome {
+                    decision: Decision {
+                        steps: Vec::new(),
+                        primary: Some("r-0".into()),
+                        health: health.clone(),
+                        event: None,
+                    },
+                    members: Vec::new(),
+                    spread: Spread::Unknown,
+                    refuses_auth: false,
+                }),
+                None,
+                crate::k8s::conditions::now(),
+            )
+        };
+        let before = stored(&Health::PrimaryUnhealthy("r-0 unreachable for 4s".into()));
+        let note = waiting_warning(&waiting, Some(&before)).expect("a warning");
+        assert!(note.contains("r-1"), "{note}");
+        // The next pass: the condition says so already, whatever the seconds now.
+        let later =
+            Health::WaitingForMember("primary r-0 was unreachable for 13s: waiting for r-1".into());
+        assert_eq!(waiting_warning(&later, Some(&stored(&waiting))), None);
+        assert_eq!(waiting_warning(&Health::Replicating, Some(&before)), None);
+        // The conditions say why: FailingOver True, Ready's reason too (Replicating's).
+        let failing_over = stored(&waiting);
+        let found = |t: &str| {
+            failing_over
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| (c.status.as_str(), c.reason.as_str()))
+        };
+        assert_eq!(
+            found("FailingOver"),
+            Some(("True", "WaitingForUnreadMember"))
+        );
+        assert_eq!(
+            found("Replicating"),
+            Some(("False", "WaitingForUnreadMember"))
+        );
+        assert_eq!(found(SPREAD), Some(("Unknown", "NoPrimaryNode")));
+    }
 
     #[test]
     fn member_lags_are_rewritten_only_when_their_magnitude_changes() {

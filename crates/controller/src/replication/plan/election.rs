@@ -2,7 +2,7 @@
 //! failover's cut and promotion, a live master labelled instead, and the election after a
 //! primary existed. Pure.
 
-use super::model::{Decision, Health, Label, Member, Settings, Step};
+use super::model::{Decision, Health, Label, LastRead, Member, Settings, Step};
 use crate::redis_server::info::RedisRole;
 use std::time::Duration;
 
@@ -304,7 +304,10 @@ pub(super) fn fail_over(
         return keep(lost_name, Health::FailingOver(format!("{why}: {reading}")));
     }
     if let Some(waiting) = unread_ahead(&others, candidate) {
-        return keep(lost_name, Health::FailingOver(format!("{why}: {waiting}")));
+        return keep(
+            lost_name,
+            Health::WaitingForMember(format!("{why}: {waiting}")),
+        );
     }
     let mut steps = vec![Step::Promote {
         pod: candidate.name.clone(),
@@ -395,13 +398,18 @@ pub(super) fn unread_replicas(
     ))
 }
 
-/// Never promote below what a server unread now was last read at (DESIGN §10, issue #41.3):
-/// a replica that misses the read after the cut, or this pass's reads, was last read at some
-/// offset; beyond the candidate's, it may hold writes acknowledged by `WAIT 1` from it alone,
-/// which the candidate lacks and which it would full-sync away once told to follow. It is
-/// waited for however long the primary has been lost, until it is read again, its process is
-/// gone (restarted: what it held in memory is gone either way) or its pod terminates.
-/// `Some(what is awaited)` while waiting.
+/// Never promote a replica that may lack acknowledged writes a server unread now holds (DESIGN
+/// §10, issues #41.2 and #41.3). A server unread now, beyond the candidate, may hold writes
+/// acknowledged by `WAIT 1` from it alone (say, the replica sharing the lost primary's node while
+/// the candidate lagged), which the candidate lacks and which it would full-sync away once told
+/// to follow. Beyond it is: last seen (its own read, or the count of what it acknowledged that
+/// its primary gave) past what the candidate holds of that replication history, or in a history
+/// the candidate holds nothing of (offsets of two histories are never compared); or a labelled
+/// replica the controller never read (a new leader): nothing says it holds less. It is waited
+/// for however long the primary has been lost, until it is read again (then it is ranked by
+/// what it says), its process is gone (restarted: what it held in memory is gone either way) or
+/// its pod terminates or is deleted (evicted from a lost node, the node-lost path, a person):
+/// what it held goes with it. `Some(what is awaited)` while waiting.
 pub(super) fn unread_ahead(live: &[&Member], candidate: &Member) -> Option<String> {
     let candidate_offset = candidate.redis.as_ref().map_or(0, RedisRole::offset);
     let ahead: Vec<String> = live
@@ -409,20 +417,38 @@ pub(super) fn unread_ahead(live: &[&Member], candidate: &Member) -> Option<Strin
         .filter(|m| {
             m.name != candidate.name && m.redis.is_none() && !m.process_gone && !m.terminating
         })
-        .filter_map(|m| {
-            let last = m.last_offset.filter(|o| *o > candidate_offset)?;
-            Some(format!("{} (last read at offset {last})", m.name))
+        .filter_map(|m| match &m.last_read {
+            Some(last) if !holds(candidate, last) => Some(format!(
+                "{} (last seen at offset {} of replication ID {})",
+                m.name, last.offset, last.replid
+            )),
+            None if m.label == Some(Label::Replica) => {
+                Some(format!("{} (a replica this controller never read)", m.name))
+            }
+            _ => None,
         })
         .collect();
     if ahead.is_empty() {
         return None;
     }
     Some(format!(
-        "waiting for {} to answer: beyond {}'s offset {candidate_offset}, it may hold acknowledged writes {} lacks",
+        "waiting for {} to answer: it may hold acknowledged writes {} (offset {candidate_offset}) lacks; \
+         deleting its pod gives them up",
         ahead.join(", "),
         candidate.name,
-        candidate.name
     ))
+}
+
+/// `candidate` holds everything a server last seen at `last` held: nothing to hold (offset 0),
+/// or as much of that history as `last` says.
+fn holds(candidate: &Member, last: &LastRead) -> bool {
+    let offset = candidate.redis.as_ref().map_or(0, RedisRole::offset);
+    last.offset <= 0
+        || candidate
+            .history
+            .as_ref()
+            .and_then(|h| h.holds_of(offset, &last.replid))
+            .is_some_and(|held| held >= last.offset)
 }
 
 /// The reachable replica with the most data, of those that were linked to a primary (one that

@@ -20,8 +20,11 @@
 //!    linked to a primary is promoted, the others repointed, and the labels moved last, in the
 //!    same pass (see `election::fail_over`). A labelled replica that
 //!    could not be read is waited for first, at most `failoverAfter` since the primary was lost:
-//!    it may hold acknowledged writes the others lack; and nothing is promoted below what a
-//!    server unread now was last read at (`election::unread_ahead`). When every server
+//!    it may hold acknowledged writes the others lack; and nothing is promoted while a server
+//!    unread now may hold acknowledged writes the candidate lacks: last seen beyond it in one
+//!    replication history, in a history it holds nothing of, or a labelled replica never read
+//!    (issue #41.2), until that server is read, its process is gone or its pod terminates or is
+//!    deleted (`election::unread_ahead`; `Health::WaitingForMember`). When every server
 //!    restarted in its pod, rule 2's election runs instead (`election::fail_over`).
 //!    The live master (rule 4's last part; DESIGN §9.3, §10): when the labelled primary is
 //!    positively not a primary (it answers as a replica or fenced, its process is gone, its pod
@@ -33,14 +36,15 @@
 //! 5. A primary whose pod is about to go (scaled away or outdated) hands over first, Ready or
 //!    not, as long as it answers as the primary: a switchover to an in-sync replica that stays,
 //!    with writes paused until it has caught up.
-//! 6. The status (`replication/status.rs`): primary, members, `Replicating` and `FailingOver`.
+//! 6. The status (`replication/status.rs`): primary, members, `Replicating`, `FailingOver` and
+//!    `Spread` (`replication/spread.rs`: the primary shares its node with another pod).
 //! 7. The split-brain bound: `min-replicas-to-write` (`api::defaults`, set on the pods by
 //!    `pods::build`); this planner reads its lag, `Settings::max_lag_seconds`.
 
 mod election;
 mod model;
 
-pub use model::{Decision, Health, Label, Member, Settings, Step};
+pub use model::{Decision, Health, Label, LastRead, Member, Settings, Step};
 
 use crate::redis_server::info::RedisRole;
 use election::{

@@ -1,7 +1,7 @@
 //! What the replication planner reads and decides (DESIGN §3b): a member as the API server and
 //! its redis-server describe it, the settings of a pass, the steps, and the decision. Pure data.
 
-use crate::redis_server::info::RedisRole;
+use crate::redis_server::info::{History, RedisRole};
 use std::time::Duration;
 
 /// The role label a pod carries.
@@ -36,10 +36,19 @@ pub struct Member {
     pub refuses_auth: bool,
     /// What its redis-server answered; `None` when it could not be reached.
     pub redis: Option<RedisRole>,
-    /// When it could not be read now: the replication offset it was last read at (earlier in
-    /// this pass, or in an earlier one, by this controller). A server unread now may hold
-    /// everything up to there (DESIGN §10).
-    pub last_offset: Option<i64>,
+    /// The replication history its offset counts in, when it answered.
+    pub history: Option<History>,
+    /// When it could not be read now: where it was last seen (earlier in this pass, or in an
+    /// earlier one, by this controller; its own read, or its primary's count of what it
+    /// acknowledged). A server unread now may hold everything up to there (DESIGN §10).
+    pub last_read: Option<LastRead>,
+}
+
+/// Where a server was last seen: an offset in a replication history (`master_replid`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastRead {
+    pub replid: String,
+    pub offset: i64,
 }
 
 /// What to do, in order.
@@ -70,6 +79,10 @@ pub enum Health {
     PrimaryUnhealthy(String),
     /// A replica is promoted in this pass.
     FailingOver(String),
+    /// The primary is lost, and a replica could take over, but a member the controller cannot
+    /// read may hold acknowledged writes it lacks (issue #41.2): nothing is promoted until that
+    /// member is read, its process is gone or its pod goes (the message says which).
+    WaitingForMember(String),
     /// The primary is lost and no replica can take over.
     NoCandidate(String),
     /// No primary yet: waiting for the first pod's redis-server.

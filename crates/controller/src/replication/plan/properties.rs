@@ -3,16 +3,18 @@
 //! - the labelled primary, while it answers as a primary, is never told to follow another, and
 //!   no other server gets the primary label;
 //! - nothing is promoted below a replica holding a primary's stream that was read (linked), nor
-//!   in a failover below what a server unread now was last read at (unless its process is gone
-//!   or its pod goes);
+//!   in a failover below what a server unread now was last seen at in the candidate's
+//!   replication history, nor while a server unread now was last seen in another history or is
+//!   a labelled replica never read (unless its process is gone or its pod goes: issue #41.2);
 //! - at most one pod is labelled primary once the steps are done.
 
 use super::*;
-use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, ReplicaLink};
+use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, History, ReplicaLink};
 use proptest::prelude::*;
 use std::time::Duration;
 
 const PORT: u16 = 6379;
+const HISTORY: &str = "h";
 
 fn ip(i: usize) -> String {
     format!("10.88.1.{i}")
@@ -73,10 +75,10 @@ fn member(i: usize, n: usize) -> impl Strategy<Value = Member> {
         prop::bool::weighted(0.1),
         prop::bool::weighted(0.1),
         0..50u64,
-        proptest::option::of(0..1000i64),
+        proptest::option::of((prop::bool::weighted(0.2), 0..1000i64)),
     )
         .prop_map(
-            move |(redis, label, ready, terminating, process_gone, keys, last_offset)| Member {
+            move |(redis, label, ready, terminating, process_gone, keys, last_read)| Member {
                 name: format!("r-{i}"),
                 ordinal: u32::try_from(i).ok(),
                 ip: Some(ip(i)),
@@ -88,7 +90,18 @@ fn member(i: usize, n: usize) -> impl Strategy<Value = Member> {
                 label,
                 keys,
                 refuses_auth: false,
-                last_offset: if redis.is_none() { last_offset } else { None },
+                // One history for every server read; a server unread now was last seen in it, or
+                // in another one.
+                last_read: last_read
+                    .filter(|_| redis.is_none())
+                    .map(|(other, offset)| LastRead {
+                        replid: if other { "other" } else { HISTORY }.to_owned(),
+                        offset,
+                    }),
+                history: redis.as_ref().map(|_| History {
+                    replid: HISTORY.to_owned(),
+                    ..History::default()
+                }),
                 redis,
             },
         )
@@ -176,14 +189,24 @@ proptest! {
                 // In a failover (an election after a full restart or of a new Redis ranks by
                 // what was loaded, offsets there are not a stream's).
                 let failover = matches!(decision.event, Some(("PrimaryFailedOver", _)));
-                if failover && other.redis.is_none() && !other.process_gone && !lost
-                    && let Some(last) = other.last_offset
-                {
-                    prop_assert!(
-                        last <= floor,
-                        "{pod} promoted at {floor} below {} last read at {last}: {:?}",
-                        other.name, decision
-                    );
+                if failover && other.redis.is_none() && !other.process_gone && !lost {
+                    match &other.last_read {
+                        Some(last) if last.replid == HISTORY => prop_assert!(
+                            last.offset <= floor,
+                            "{pod} promoted at {floor} below {} last seen at {}: {:?}",
+                            other.name, last.offset, decision
+                        ),
+                        Some(last) => prop_assert!(
+                            last.offset <= 0,
+                            "{pod} promoted while {} was last seen in another history: {:?}",
+                            other.name, decision
+                        ),
+                        None => prop_assert!(
+                            other.label != Some(Label::Replica),
+                            "{pod} promoted while replica {} was never read: {:?}",
+                            other.name, decision
+                        ),
+                    }
                 }
             }
         }

@@ -1,13 +1,31 @@
 //! Tests of `replication::plan`.
 
 use super::*;
-use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, ReplicaLink};
+use crate::redis_server::info::{FENCE_HOST, FENCE_PORT, History, ReplicaLink};
 use std::time::Duration;
 
 const PORT: u16 = 6379;
 
 fn ip(i: u32) -> String {
     format!("10.88.1.{i}")
+}
+
+/// The replication history of the primary of these tests and of its replicas.
+const HISTORY: &str = "h";
+
+fn history() -> History {
+    History {
+        replid: HISTORY.into(),
+        ..History::default()
+    }
+}
+
+/// Last seen at `offset` of the tests' history.
+fn seen_at(offset: i64) -> Option<LastRead> {
+    Some(LastRead {
+        replid: HISTORY.into(),
+        offset,
+    })
 }
 
 fn fenced(i: u32) -> Member {
@@ -23,7 +41,12 @@ fn fenced(i: u32) -> Member {
         label: None,
         keys: 0,
         refuses_auth: false,
-        last_offset: None,
+        last_read: None,
+        // Its own history: a new server that never synced.
+        history: Some(History {
+            replid: format!("own-{i}"),
+            ..History::default()
+        }),
         redis: Some(RedisRole::Replica {
             primary_host: FENCE_HOST.into(),
             primary_port: FENCE_PORT,
@@ -38,6 +61,7 @@ fn fenced(i: u32) -> Member {
 fn primary(i: u32, offset: i64, replicas: &[u32]) -> Member {
     Member {
         label: Some(Label::Primary),
+        history: Some(history()),
         redis: Some(RedisRole::Primary {
             offset,
             replicas: replicas
@@ -58,6 +82,7 @@ fn primary(i: u32, offset: i64, replicas: &[u32]) -> Member {
 fn replica(i: u32, of: u32, offset: i64) -> Member {
     Member {
         label: Some(Label::Replica),
+        history: Some(history()),
         redis: Some(RedisRole::Replica {
             primary_host: ip(of),
             primary_port: PORT,
@@ -464,8 +489,11 @@ fn no_replica_reachable_means_no_failover() {
 
 #[test]
 fn with_the_primary_gone_an_unread_replica_is_waited_for_until_failover_after() {
+    // Last seen behind r-2 (at 80): waited for only while the loss is fresh. One never read is
+    // waited for beyond (issue #41.2, below).
     let mut unread = replica(1, 0, 0);
     unread.redis = None;
+    unread.last_read = seen_at(80);
     let members = [fenced(0), unread, replica(2, 0, 100)];
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(Duration::from_secs(1));
@@ -490,6 +518,7 @@ fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
     };
     let mut unread = replica(1, 0, 0);
     unread.redis = None;
+    unread.last_read = seen_at(80);
     let members = [restarted, unread, replica(2, 0, 100)];
     let mut s = settings(3);
     s.primary_unhealthy_for = Some(Duration::from_secs(1));
@@ -504,7 +533,8 @@ fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
     let members_read = [members[0].clone(), replica(1, 0, 120), replica(2, 0, 100)];
     let d = decide_after_cut(&members_read, &s);
     assert_eq!(d.primary.as_deref(), Some("r-1"));
-    // Never read: after failoverAfter, the best readable one.
+    // Unread, last seen behind r-2: after failoverAfter, the best readable one. (Never read,
+    // it would be waited for until it answers or goes: issue #41.2.)
     s.primary_unhealthy_for = Some(s.failover_after);
     let d = decide_after_cut(&members, &s);
     assert_eq!(d.primary.as_deref(), Some("r-2"));
@@ -512,8 +542,14 @@ fn a_restarted_primary_waits_for_an_unread_replica_until_failover_after() {
 }
 
 #[test]
-fn an_unreachable_primary_waits_for_no_replica_after_failover_after() {
-    // The primary's own failoverAfter has run out: an unread replica has had that time too.
+fn an_unreachable_primary_waits_after_failover_after_for_a_replica_never_read() {
+    // Issue #41.2. This test said the opposite before ("waits for no replica after
+    // failoverAfter"): on the timer path the primary's failoverAfter had run out, so an unread
+    // replica was given no time at all. The issue found that wrong: r-1 may hold writes
+    // acknowledged by WAIT 1 from it alone (it shares the lost primary's node; r-2 lagged), and
+    // a controller that never read it (a new leader, its reads always timing out) cannot say it
+    // holds less than r-2. So r-2 is not promoted while r-1 is unread, however long the primary
+    // has been lost, until r-1 is read, its process is gone or its pod goes.
     let lost = Member {
         redis: None,
         ready: false,
@@ -522,9 +558,33 @@ fn an_unreachable_primary_waits_for_no_replica_after_failover_after() {
     let mut unread = replica(1, 0, 0);
     unread.redis = None;
     let mut s = settings(3);
-    s.primary_unhealthy_for = Some(s.failover_after);
-    let d = decide_after_cut(&[lost, unread, replica(2, 0, 100)], &s);
-    assert_eq!(d.primary.as_deref(), Some("r-2"));
+    s.primary_unhealthy_for = Some(s.failover_after * 60);
+    let d = decide_after_cut(&[lost.clone(), unread.clone(), replica(2, 0, 100)], &s);
+    assert!(
+        !d.steps.iter().any(|x| matches!(x, Step::Promote { .. })),
+        "{:?}",
+        d.steps
+    );
+    assert!(
+        matches!(&d.health, Health::WaitingForMember(m) if m.contains("r-1") && m.contains("never read")),
+        "{:?}",
+        d.health
+    );
+    // Its pod terminating (evicted from its lost node, deleted by a person): its data is gone
+    // with it, and r-2 is promoted.
+    let going = Member {
+        terminating: true,
+        ..unread.clone()
+    };
+    let d = decide_after_cut(&[lost.clone(), going, replica(2, 0, 100)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"), "{:?}", d.steps);
+    // Its container not running: what it held in memory is gone too.
+    let stopped = Member {
+        process_gone: true,
+        ..unread
+    };
+    let d = decide_after_cut(&[lost, stopped, replica(2, 0, 100)], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"), "{:?}", d.steps);
 }
 
 #[test]
@@ -1191,7 +1251,7 @@ fn a_replica_unread_now_but_last_read_beyond_the_candidate_is_waited_for() {
     let lost = unread_primary(0, 150);
     let ahead = Member {
         redis: None,
-        last_offset: Some(150),
+        last_read: seen_at(150),
         ..replica(2, 0, 150)
     };
     let mut s = settings(3);
@@ -1204,13 +1264,13 @@ fn a_replica_unread_now_but_last_read_beyond_the_candidate_is_waited_for() {
         d.steps
     );
     assert!(
-        matches!(&d.health, Health::FailingOver(m) if m.contains("r-2") && m.contains("150")),
+        matches!(&d.health, Health::WaitingForMember(m) if m.contains("r-2") && m.contains("150")),
         "{:?}",
         d.health
     );
     // Last read behind the candidate: no reason to wait past failoverAfter.
     let behind = Member {
-        last_offset: Some(100),
+        last_read: seen_at(100),
         ..ahead.clone()
     };
     let d = decide(&[lost.clone(), cut_off(replica(1, 0, 120)), behind], &s);
@@ -1277,4 +1337,101 @@ fn a_new_redis_over_retained_claims_elects_the_pod_holding_the_most_not_ordinal_
     s.primary_unhealthy_for = Some(s.failover_after);
     let d = decide(&members, &s);
     assert_eq!(d.primary.as_deref(), Some("r-0"));
+}
+
+#[test]
+fn the_far_replica_is_not_promoted_over_the_acknowledged_writes_of_the_one_cut_off_with_the_primary()
+ {
+    // Issue #41.2, as reproduced on the bed: three pods on two nodes; r-2 (the far node) lagged
+    // at 1000 while r-1, beside the primary, acknowledged WAIT 1 writes up to 1500 (the primary
+    // listed it there, or its own read said so); then that node was cut off. r-2 is not
+    // promoted, however long the primary has been lost, and the conditions say why.
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(s.failover_after * 30);
+    let near = Member {
+        redis: None,
+        ready: false,
+        last_read: seen_at(1500),
+        ..replica(1, 0, 1500)
+    };
+    let far = replica(2, 0, 1000);
+    let d = decide_after_cut(&[unread_primary(0, 1500), near.clone(), far.clone()], &s);
+    assert!(
+        !d.steps.iter().any(|x| matches!(x, Step::Promote { .. })),
+        "{:?}",
+        d.steps
+    );
+    assert_eq!(d.primary.as_deref(), Some("r-0"));
+    let Health::WaitingForMember(why) = &d.health else {
+        panic!("{:?}", d.health)
+    };
+    assert!(
+        why.contains("r-1") && why.contains("1500") && why.contains("r-2"),
+        "{why}"
+    );
+    // Read again (the node is back): r-1 holds the most and is promoted.
+    let back = cut_off(replica(1, 0, 1500));
+    let d = decide_after_cut(&[unread_primary(0, 1500), back, far.clone()], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-1"), "{:?}", d.steps);
+    // Gone for good: its pod evicted from the lost node (or deleted by the node-lost path, or
+    // by a person accepting the loss): r-2 takes over.
+    let evicted = Member {
+        terminating: true,
+        ..near
+    };
+    let d = decide_after_cut(&[unread_primary(0, 1500), evicted, far], &s);
+    assert_eq!(d.primary.as_deref(), Some("r-2"), "{:?}", d.steps);
+}
+
+#[test]
+fn offsets_are_compared_only_within_one_replication_history() {
+    // Issue #41.2: r-1, unread, was last seen at `seen` in history `replid`; r-2, read at 900
+    // in history "h", was promoted out of history "old" at 200 (it holds "old" up to 200).
+    let promoted_from_old = History {
+        replid: HISTORY.into(),
+        replid2: "old".into(),
+        second_offset: 201,
+    };
+    let cases = [
+        ("same history, behind the candidate", HISTORY, 850, true),
+        ("same history, beyond the candidate", HISTORY, 950, false),
+        ("the history it left, within what it took", "old", 200, true),
+        (
+            "the history it left, beyond where it left it",
+            "old",
+            250,
+            false,
+        ),
+        (
+            "a history the candidate holds nothing of",
+            "other",
+            150,
+            false,
+        ),
+        ("nothing held in any history", "other", 0, true),
+    ];
+    let mut s = settings(3);
+    s.primary_unhealthy_for = Some(s.failover_after * 30);
+    for (case, replid, seen, promoted) in cases {
+        let unread = Member {
+            redis: None,
+            last_read: Some(LastRead {
+                replid: replid.into(),
+                offset: seen,
+            }),
+            ..replica(1, 0, 0)
+        };
+        let candidate = Member {
+            history: Some(promoted_from_old.clone()),
+            ..replica(2, 0, 900)
+        };
+        let d = decide_after_cut(&[unread_primary(0, 900), unread, candidate], &s);
+        assert_eq!(
+            d.primary.as_deref(),
+            Some(if promoted { "r-2" } else { "r-0" }),
+            "{case}: {:?} {:?}",
+            d.steps,
+            d.health
+        );
+    }
 }
