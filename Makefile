@@ -228,6 +228,9 @@ chaos: ## Run the randomized fault test for ROUNDS faults on the real nodes and 
 
 # Arguments for bench-controller, e.g. `make bench-controller BENCH_ARGS="--count 20 --idle 10"` (`--help` lists them).
 BENCH_ARGS ?=
+# The release binaries, built once for the whole workspace and run from here (a `cargo run -p e2e`
+# would resolve features for e2e alone and build the controller a second time).
+RELEASE_BIN = $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/release
 # `make bench-controller N=1000`: N Redis (--count N), and a second round with UNRELATED pods of
 # someone else in another namespace (--unrelated-pods, 5000 by default; UNRELATED=0: none),
 # before BENCH_ARGS. Without N, only BENCH_ARGS (the bench's defaults: 100 Redis, no second round).
@@ -237,15 +240,15 @@ UNRELATED ?= 5000
 .PHONY: bench-controller
 bench-controller: ## Print time, API writes (vs the minimum), idle writes and peak RSS of the controller converging N Redis x 3 pods, without and with UNRELATED pods elsewhere, vs a bare pod-create loop (asserts nothing).
 	$(if $(KUBECONFIG),@echo "bench-controller: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; write counts only if it is the local test bed, from its audit log)",$(CLUSTER_SCRIPTS)/up.sh)
-	$(CARGO) build --release $(CARGO_FLAGS) --bins
-	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-controller -- $(if $(N),--count $(N) --unrelated-pods $(UNRELATED)) $(BENCH_ARGS)
+	$(CARGO) build --release $(CARGO_FLAGS) --workspace --bins
+	E2E_PROFILE=release $(RELEASE_BIN)/bench-controller $(if $(N),--count $(N) --unrelated-pods $(UNRELATED)) $(BENCH_ARGS)
 
 .PHONY: bench-tls
 bench-tls: ## Print SET/GET throughput of one Redis pod over TLS vs its plaintext port, with Debian's redis-benchmark (asserts nothing).
 	$(if $(KUBECONFIG),@echo "bench-tls: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; it needs a real node and the image localhost/redis:bed)",$(CLUSTER_SCRIPTS)/up.sh && $(MAKE) --no-print-directory images)
 	$(CLUSTER_SCRIPTS)/node/packages.sh
-	$(CARGO) build --release $(CARGO_FLAGS) --bins
-	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-tls -- $(BENCH_ARGS)
+	$(CARGO) build --release $(CARGO_FLAGS) --workspace --bins
+	E2E_PROFILE=release $(RELEASE_BIN)/bench-tls $(BENCH_ARGS)
 
 # `make bench-failover BENCH_ARGS="--rounds 3 --kill pod"`: BENCH_ARGS as above (`--help` lists them);
 # `--kill process,node-stop,node-freeze,node-partition` gives one row per kind of loss.
@@ -253,8 +256,8 @@ bench-tls: ## Print SET/GET throughput of one Redis pod over TLS vs its plaintex
 bench-failover: ## Print time to a writable new primary and acknowledged writes lost over 10 failovers: redis-operator on the real nodes vs redis-sentinel on 127.0.0.1 (asserts nothing).
 	$(if $(KUBECONFIG),@echo "bench-failover: using the cluster of KUBECONFIG=$(KUBECONFIG) (the local test bed is not started; it needs the real nodes real-node-* and the image localhost/redis:bed)",$(CLUSTER_SCRIPTS)/up.sh)
 	$(CLUSTER_SCRIPTS)/node/packages.sh
-	$(CARGO) build --release $(CARGO_FLAGS) --bins
-	E2E_PROFILE=release $(CARGO) run --release $(CARGO_FLAGS) -p e2e --bin bench-failover -- $(BENCH_ARGS)
+	$(CARGO) build --release $(CARGO_FLAGS) --workspace --bins
+	E2E_PROFILE=release $(RELEASE_BIN)/bench-failover $(BENCH_ARGS)
 
 # `make bench-backup SIZE_MB=1024 ROUNDS=3`: a local redis-server holding SIZE_MB MiB, ROUNDS
 # backups by each tool (3 here, not chaos's ROUNDS default), BENCH_ARGS after them (`--help` lists
