@@ -256,7 +256,9 @@ where
         .delete_collection(&DeleteParams::background(), &ListParams::default())
         .await
     {
-        progress(format!("deleting every {what}: {e}; asking again while waiting"));
+        progress(format!(
+            "deleting every {what}: {e}; asking again while waiting"
+        ));
     }
     wait_for(
         &format!("every {what} to be gone"),
