@@ -6,7 +6,7 @@ use crate::Error;
 use crate::cached::CachedPod;
 use crate::children::OperatorPods;
 use crate::k8s::FIELD_MANAGER;
-use crate::k8s::by_redis::Remembers;
+use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::terminating::TerminatingNamespaces;
 use crate::metrics::Metrics;
 use crate::{acl, auth, children, config, replication, tls};
@@ -44,6 +44,29 @@ pub struct Context {
     pub config: config::State,
     /// The image whose `redis-backup` restores a new Redis's pods (`--backup-image`, §3o).
     pub backup_image: String,
+    /// The last status this controller wrote for each Redis, and over which object.
+    statuses: ByRedis<StatusWritten>,
+}
+
+/// A status written, and the `resourceVersion` of the Redis it was written over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusWritten {
+    over: Option<String>,
+    status: api::RedisStatus,
+}
+
+/// Whether `status` must be written over `redis` as the cache has it: it differs from the
+/// status there, and that is not merely the cache still showing the very object our last write
+/// went over. The pass that follows a status write often comes before the watch has brought the
+/// write back (a child's or pod's event): without this, it would write the same status again.
+pub fn must_write(redis: &Redis, status: &api::RedisStatus, last: Option<&StatusWritten>) -> bool {
+    if redis.status.as_ref() == Some(status) {
+        return false;
+    }
+    let cache_behind_our_write = last.is_some_and(|w| {
+        w.status == *status && w.over.is_some() && w.over == redis.metadata.resource_version
+    });
+    !cache_behind_our_write
 }
 
 impl Context {
@@ -68,6 +91,7 @@ impl Context {
             acl: acl::State::default(),
             config: config::State::default(),
             backup_image: String::new(),
+            statuses: ByRedis::default(),
         }
     }
 
@@ -113,8 +137,9 @@ impl Context {
 
     /// What the features remember of each Redis (`k8s::by_redis`): a feature with a memory
     /// adds it here, and only here.
-    fn memories(&self) -> [&dyn Remembers; 5] {
+    fn memories(&self) -> [&dyn Remembers; 6] {
         [
+            &self.statuses,
             &self.replication,
             &self.auth,
             &self.tls,
@@ -144,7 +169,8 @@ impl Context {
         }
     }
 
-    /// Writes `status` (server-side apply on the status subresource, forced).
+    /// Writes `status` (server-side apply on the status subresource, forced), unless it is
+    /// there already or [`must_write`] finds the cache merely behind our last write of it.
     pub(super) async fn write_status(
         &self,
         redis: &Redis,
@@ -152,6 +178,10 @@ impl Context {
         name: &str,
         status: &api::RedisStatus,
     ) -> Result<(), Error> {
+        let uid = redis.metadata.uid.as_deref().unwrap_or_default();
+        if !must_write(redis, status, self.statuses.lock().get(uid)) {
+            return Ok(());
+        }
         let api: Api<Redis> = Api::namespaced(self.client.clone(), namespace);
         let patch = serde_json::json!({
             "apiVersion": Redis::api_version(&()),
@@ -163,7 +193,61 @@ impl Context {
             .await
             .map_err(Error::Kube)?;
         self.metrics.status_writes.inc();
+        let written = StatusWritten {
+            over: redis.metadata.resource_version.clone(),
+            status: status.clone(),
+        };
+        self.statuses.lock().insert(uid.to_owned(), written);
         tracing::debug!(redis = %name, uid = ?redis.metadata.uid, "status written");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis_at(version: &str, ready: i32) -> Redis {
+        let mut redis = Redis::new("r", Default::default());
+        redis.metadata.resource_version = Some(version.into());
+        redis.status = Some(api::RedisStatus {
+            ready_replicas: ready,
+            ..Default::default()
+        });
+        redis
+    }
+
+    #[test]
+    fn a_status_is_not_written_again_while_the_cache_shows_the_object_it_was_written_over() {
+        let ready = |n| api::RedisStatus {
+            ready_replicas: n,
+            ..Default::default()
+        };
+        let before = redis_at("10", 2);
+        assert!(
+            must_write(&before, &ready(3), None),
+            "a change, never written"
+        );
+        assert!(
+            !must_write(&before, &ready(2), None),
+            "as stored: nothing to write"
+        );
+        let written = StatusWritten {
+            over: Some("10".into()),
+            status: ready(3),
+        };
+        assert!(
+            !must_write(&before, &ready(3), Some(&written)),
+            "the cache is behind our own write of this very status"
+        );
+        assert!(
+            must_write(&before, &ready(1), Some(&written)),
+            "another status than the one written"
+        );
+        assert!(
+            must_write(&redis_at("11", 2), &ready(3), Some(&written)),
+            "a newer object says otherwise (someone else wrote the status): put it back"
+        );
+        assert!(!must_write(&redis_at("11", 3), &ready(3), Some(&written)));
     }
 }
