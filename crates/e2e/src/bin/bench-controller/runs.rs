@@ -7,7 +7,8 @@ use api::{Redis, RedisSpec};
 use e2e::bench::{progress, secs};
 use e2e::operator::Operator;
 use e2e::{Cluster, Error, NamespaceOptions};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta};
 
@@ -221,6 +222,7 @@ pub(crate) async fn bare_run(
     cluster: &Cluster,
     args: &Args,
     phase: &str,
+    services: bool,
 ) -> Result<Option<Duration>, Error> {
     let ns = cluster
         .namespace_with(
@@ -258,20 +260,44 @@ pub(crate) async fn bare_run(
         })
         .collect();
     let mut tracker = Tracker::start(pods_api.clone(), e2e::pods::is_ready).await?;
+    let services_api: Api<Service> = ns.api();
+    let service_objects: Vec<Service> = if services {
+        (0..args.count)
+            .map(|i| client_service(&format!("bare-{i:04}")))
+            .collect()
+    } else {
+        Vec::new()
+    };
 
     println!();
+    let what = if services {
+        format!("{total} pods and {} ClusterIP Services", args.count)
+    } else {
+        format!("{total} pods (pod creates only)")
+    };
     println!(
-        "== bare loop ({phase}): {total} pods ({} creators, pod creates only) in {} ==",
+        "== bare loop ({phase}): {what}, {} creators each, in {} ==",
         args.creators,
         ns.name()
     );
     let start = Instant::now();
-    let created = create_all(&pods_api, objects, usize::from(args.creators)).await?;
+    let creators = usize::from(args.creators);
+    let (created, services_created) = tokio::join!(
+        create_all(&pods_api, objects, creators),
+        create_all(&services_api, service_objects, creators),
+    );
+    let (created, services_created) = (created?, services_created?);
     created.print("pods", start);
+    if services {
+        services_created.print("Services", start);
+    }
     let ready_time = match tracker.wait(total, Duration::from_secs(args.timeout)).await {
         Ok(last) => {
-            let time = last - start;
-            println!("all pods Ready after {}", secs(time));
+            let time = last.max(services_created.done) - start;
+            println!(
+                "all pods Ready (and every Service made) after {}",
+                secs(time)
+            );
             Some(time)
         }
         Err(ready) => {
@@ -297,6 +323,27 @@ pub(crate) async fn bare_run(
     drop(drain);
     drop(ns);
     Ok(ready_time)
+}
+
+/// A Service like the client Service a Redis gets: ClusterIP, port `redis`, over its pods.
+fn client_service(group: &str) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(group.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            selector: Some(api::pods::pod_labels(group)),
+            ports: Some(vec![ServicePort {
+                name: Some("redis".into()),
+                port: 6379,
+                target_port: Some(IntOrString::String("redis".into())),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
 }
 
 fn redis_ready(redis: &Redis, replicas: i32) -> bool {
