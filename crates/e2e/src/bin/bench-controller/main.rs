@@ -2,7 +2,8 @@
 //! pods on the local test bed, how many API writes it makes for that (from the bed's audit
 //! log, as a ratio to the minimum), how many it makes during an idle minute (should be 0), its
 //! peak RSS, and, as the API server's own speed limit, the time a bare loop of pod creates takes
-//! to get the same pods Ready. With `--unrelated-pods`, it does all that twice, without and then
+//! to get the same pods Ready, and the time when that loop also makes one ClusterIP Service per
+//! Redis (allocated one at a time by the API server). With `--unrelated-pods`, it does all that twice, without and then
 //! with that many pods of someone else in another namespace, to show they cost the controller
 //! nothing (its pod watch is label-scoped). It prints figures and asserts nothing.
 
