@@ -144,6 +144,60 @@ pub async fn fault(fault: NodeFault, node: &str) -> Result<(), Error> {
     }
 }
 
+/// Runs `commands` (one per line, words split on spaces) on one connection of
+/// `redis-cli -h host -p port <options>`, and returns each answer's line. One connection matters
+/// for `WAIT`, which counts the replicas that have the connection's own last write: on a new
+/// connection it answers at once with every replica linked, whether it has a write yet or not.
+pub async fn redis_cli_lines(
+    host: &str,
+    port: u16,
+    options: &[&str],
+    commands: &[&str],
+) -> Result<Vec<String>, Error> {
+    let port = port.to_string();
+    let what = format!("redis-cli -h {host} -p {port} <<< {commands:?}");
+    let mut child = Command::new("redis-cli")
+        .args(["-h", host, "-p", &port])
+        .args(options)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            Error::process(
+                "running redis-cli (hack/cluster/node/packages.sh installs it)",
+                e,
+            )
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt;
+        let script = commands
+            .iter()
+            .map(|c| format!("{c}\n"))
+            .collect::<String>();
+        stdin
+            .write_all(script.as_bytes())
+            .await
+            .map_err(|e| Error::process(&what, e))?;
+    }
+    let output = tokio::time::timeout(REDIS_CLI_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| Error::process(&what, "no answer"))?
+        .map_err(|e| Error::process(&what, e))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(Error::process(
+            what,
+            format!(
+                "{stdout} {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ));
+    }
+    Ok(stdout.lines().map(|l| l.trim().to_owned()).collect())
+}
+
 /// Runs the machine's `redis-cli -h HOST -p PORT ARGS...`; its output. redis-cli prints an
 /// error reply and still exits 0 when not on a terminal: an answer starting with `ERR` is a
 /// failure whose reason holds it.

@@ -157,13 +157,17 @@ async fn the_password_comes_from_the_secret_and_rotates_live() -> Result<(), Err
         .spec
         .and_then(|s| s.cluster_ip)
         .unwrap_or_default();
-    assert_eq!(
-        cli(&service, Some(SECOND), &["SET", "greeting", "rotated"]).await?,
-        "OK"
+    let login = ["-a", SECOND, "--no-auth-warning"];
+    let written = node::redis_cli_lines(
+        &service,
+        PORT,
+        &login,
+        &["SET greeting rotated", "WAIT 2 5000"],
     );
     assert_eq!(
-        cli(&service, Some(SECOND), &["WAIT", "2", "5000"]).await?,
-        "2"
+        written.await?,
+        ["OK", "2"],
+        "written, and both replicas have it"
     );
     let replica = before
         .iter()

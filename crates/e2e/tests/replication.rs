@@ -132,8 +132,13 @@ async fn three_pods_replicate_the_primary_behind_the_services() -> Result<(), Er
 
     let service = service_ip(&ns, "cache").await?;
     wait_routed(&service, "master").await?;
-    assert_eq!(cli(&service, &["SET", "greeting", "hello"]).await?, "OK");
-    assert_eq!(cli(&service, &["WAIT", "2", "5000"]).await?, "2");
+    let written =
+        node::redis_cli_lines(&service, PORT, &[], &["SET greeting hello", "WAIT 2 5000"]);
+    assert_eq!(
+        written.await?,
+        ["OK", "2"],
+        "written, and both replicas have it"
+    );
     for replica in ["cache-1", "cache-2"] {
         let pod = pod(&ns, replica).await?;
         let ip = pods::ip(&pod).unwrap_or_default().to_owned();
@@ -254,8 +259,12 @@ async fn scaling_never_deletes_the_primary_and_replicas_relink() -> Result<(), E
     let first = conditions::wait_replicating(&ns, "cache", 5, CONVERGE, None).await?;
     let service = service_ip(&ns, "cache").await?;
     wait_routed(&service, "master").await?;
-    assert_eq!(cli(&service, &["SET", "kept", "yes"]).await?, "OK");
-    assert_eq!(cli(&service, &["WAIT", "4", "5000"]).await?, "4");
+    let written = node::redis_cli_lines(&service, PORT, &[], &["SET kept yes", "WAIT 4 5000"]);
+    assert_eq!(
+        written.await?,
+        ["OK", "4"],
+        "written, and the four replicas have it"
+    );
 
     // A failover moves the primary off ordinal 0 (the recreated cache-0 has no data yet).
     pods.delete(&first, &DeleteParams::default().grace_period(0))
