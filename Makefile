@@ -212,17 +212,20 @@ e2e: ## Run the e2e tests against $KUBECONFIG if set, else against the local tes
 
 # `make chaos ROUNDS=200`: the randomized fault test (crates/e2e/tests/chaos.rs) with ROUNDS faults
 # (`make test` runs its default, 4); SEED replays a run (CHAOS_SEED, printed by every run);
-# FAULTS=NodeStop,PrimaryFreeze draws from those kinds only (CHAOS_FAULTS). `touch target/chaos-stop`
+# FAULTS=NodeStop,ProcessFreeze@replica draws from those kinds only (CHAOS_FAULTS; FAULTS=all: every
+# kind, the controller's path cut at the primary too); OVERLAP=25 hits another pod with a second fault
+# before the first heals in 25% of the rounds (CHAOS_OVERLAP, default 0). `touch target/chaos-stop`
 # ends a run after the round under way, and its history is still checked.
 ROUNDS ?= 50
 SEED ?=
 FAULTS ?=
+OVERLAP ?=
 
 .PHONY: chaos
 chaos: ## Run the randomized fault test for ROUNDS faults on the real nodes and print its history's counts (no acknowledged write lost, no two primaries at once).
 	$(if $(KUBECONFIG),@echo "chaos: testing the cluster of KUBECONFIG=$(KUBECONFIG) (it needs the local bed's real node and kube-apiserver pid file)",$(CLUSTER_SCRIPTS)/up.sh && $(MAKE) --no-print-directory images)
 	$(CARGO) build $(CARGO_FLAGS) --bins
-	CHAOS_ROUNDS=$(ROUNDS) $(if $(SEED),CHAOS_SEED=$(SEED)) $(if $(FAULTS),CHAOS_FAULTS=$(FAULTS)) $(CARGO) test $(CARGO_FLAGS) -p e2e --test chaos -- --nocapture
+	CHAOS_ROUNDS=$(ROUNDS) $(if $(SEED),CHAOS_SEED=$(SEED)) $(if $(FAULTS),CHAOS_FAULTS=$(FAULTS)) $(if $(OVERLAP),CHAOS_OVERLAP=$(OVERLAP)) $(CARGO) test $(CARGO_FLAGS) -p e2e --test chaos -- --nocapture
 
 ##@ Benchmarks
 

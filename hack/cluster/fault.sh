@@ -17,7 +17,17 @@
 #                                        containerd and kubelet (the node's pods come back as
 #                                        kubelet reconciles them), thaw and continue, or remove
 #                                        the rules and continue
-#   fault.sh status                      the faults in place, one line per node
+#   fault.sh path-cut 10.88.2.5          the controller's path to one pod is cut: iptables drops
+#                                        every packet between the pod and its node's address on
+#                                        the host, both ways, established connections included.
+#                                        The host's own connections to a node's pods leave from
+#                                        that address (the controller's, as it runs on the host);
+#                                        the pod, its node, its kubelet (whose probes exec in the
+#                                        container), the other pods and the clients that connect
+#                                        from the host address 10.88.0.1 (HOST_IP; the tests'
+#                                        writers bind it) still reach it
+#   fault.sh path-heal 10.88.2.5         remove those rules
+#   fault.sh status                      the faults in place, one line per node or cut path
 #
 # Each verb is idempotent (the same fault twice is one fault; healing a healthy node does
 # nothing); a node carries one fault at a time. `make cluster-down` undoes all of them.
@@ -36,7 +46,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $0 node-stop|node-freeze|node-partition|node-heal NODE | status" >&2
+  echo "usage: $0 node-stop|node-freeze|node-partition|node-heal NODE | path-cut|path-heal POD_IP | status" >&2
   exit 2
 }
 
@@ -59,14 +69,25 @@ freezer() {
 # INPUT, OUTPUT and FORWARD). Pods of the node still reach each other on its bridge; the host's address
 # on the bridge (NODE_IP, the source of the host's own connections to the pods) does not.
 partition_rules() {
-  local op=$1 tag="partition ${NODE_NAME}" rule
-  local rules=(
-    "-s ${NODE_IP} -j DROP"
-    "-d ${NODE_IP} -j DROP"
-    "-s ${NODE_POD_CIDR} -d ${NODE_POD_CIDR} -j RETURN"
-    "-s ${NODE_POD_CIDR} -j DROP"
+  tagged_rules "$1" "partition ${NODE_NAME}" \
+    "-s ${NODE_IP} -j DROP" \
+    "-d ${NODE_IP} -j DROP" \
+    "-s ${NODE_POD_CIDR} -d ${NODE_POD_CIDR} -j RETURN" \
+    "-s ${NODE_POD_CIDR} -j DROP" \
     "-d ${NODE_POD_CIDR} -j DROP"
-  )
+}
+
+# path_rules add|del IP: the rules cutting pod IP off from its node's address on the host.
+path_rules() {
+  tagged_rules "$1" "path ${2}" "-s ${NODE_IP} -d ${2} -j DROP" "-s ${2} -d ${NODE_IP} -j DROP"
+}
+
+# tagged_rules add|del TAG RULE...: add the RULEs to FAULT_CHAIN, each commented TAG (once), or
+# delete every rule commented TAG.
+tagged_rules() {
+  local op=$1 tag=$2 rule
+  shift 2
+  local rules=("$@")
   if [[ $op == add ]]; then
     for rule in "${rules[@]}"; do
       # shellcheck disable=SC2086 # a rule is words
@@ -111,12 +132,36 @@ heal_node() {
   esac
 }
 
+# cut_path cut|heal IP: path-cut and path-heal, recorded in fault_dir as path-IP.
+cut_path() {
+  local ip=$2
+  [[ $ip =~ ^10\.88\.([0-9]+)\.[0-9]+$ ]] && ((BASH_REMATCH[1] >= 1)) ||
+    die "${ip}: not a real node's pod address (10.88.<i+1>.x)"
+  node_use "$((BASH_REMATCH[1] - 1))"
+  local state_file="${fault_dir}/path-${ip}"
+  if [[ $1 == cut ]]; then
+    mkdir -p "$fault_dir"
+    echo "cut (${NODE_NAME})" >"$state_file"
+    path_rules add "$ip"
+    log "${ip}: cut off from ${NODE_IP}"
+  else
+    path_rules del "$ip"
+    rm -f "$state_file"
+    log "${ip}: path healed"
+  fi
+}
+
 verb=${1:-}
 case $verb in
   status)
     for f in "$fault_dir"/*; do
       [[ -e $f ]] && echo "${f##*/} $(<"$f")"
     done
+    exit 0
+    ;;
+  path-cut | path-heal)
+    (($# == 2)) || usage
+    cut_path "${verb#path-}" "$2"
     exit 0
     ;;
   node-stop | node-freeze | node-partition | node-heal) ;;

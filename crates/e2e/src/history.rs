@@ -28,6 +28,88 @@ pub struct History {
     pub acks: Vec<Ack>,
     /// Writes refused or not acknowledged by a replica (not promised, so not checked).
     pub unacknowledged: u64,
+    /// Writes a pinned writer sent to a server that refused them as a replica (`READONLY`):
+    /// the expected answer of every replica, kept apart from `unacknowledged`.
+    pub refused: u64,
+    /// What each member answered to `ROLE`, recorded when it changed
+    /// ([`crate::witness`]).
+    pub roles: Vec<RoleSample>,
+    /// The ready endpoints of the clients' Service, recorded when they changed.
+    pub endpoints: Vec<EndpointsSample>,
+}
+
+/// What a member answered to `ROLE` at `at`, dialled at `server` (its pod IP).
+#[derive(Debug, Clone)]
+pub struct RoleSample {
+    pub at: Instant,
+    pub member: String,
+    pub server: String,
+    pub role: Role,
+}
+
+/// A `ROLE` answer, or none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// `master`, listing this many replicas.
+    Master { replicas: usize },
+    /// `slave` of `of` (`127.0.0.1:1`: fenced), its link `state` (`connected`, `sync`, ...).
+    Replica { of: String, state: String },
+    /// No answer within the sampler's timeout, or none it could read.
+    Unread,
+}
+
+/// The addresses the clients' Service sent new connections to at `at` (its ready endpoints).
+#[derive(Debug, Clone)]
+pub struct EndpointsSample {
+    pub at: Instant,
+    pub ready: Vec<String>,
+}
+
+/// A time when two or more members answered `ROLE` as `master`, from the first sample that
+/// made it so to the first that ended it (`None`: still so at the end of the history).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Masters {
+    pub from: Instant,
+    pub to: Option<Instant>,
+    /// The members answering master, and how many replicas each listed.
+    pub members: Vec<(String, usize)>,
+}
+
+/// Every time two or more members answered `master` at once, by the samples (each member's
+/// answer holds until its next sample). Not a failure by itself: an old primary back from a
+/// freeze answers master until it is fenced, and acknowledges nothing without a replica; two
+/// primaries *acknowledging* is [`overlapping`]'s to find.
+pub fn masters_at_once(samples: &[RoleSample]) -> Vec<Masters> {
+    let mut sorted: Vec<&RoleSample> = samples.iter().collect();
+    sorted.sort_by_key(|s| s.at);
+    let mut now: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut found: Vec<Masters> = Vec::new();
+    for sample in sorted {
+        match sample.role {
+            Role::Master { replicas } => now.insert(sample.member.as_str(), replicas),
+            _ => now.remove(sample.member.as_str()),
+        };
+        let open = found.last_mut().filter(|m| m.to.is_none());
+        let members: Vec<(String, usize)> =
+            now.iter().map(|(m, r)| ((*m).to_owned(), *r)).collect();
+        match (open, members.len() >= 2) {
+            (Some(open), true) => {
+                for member in members {
+                    if !open.members.iter().any(|(m, _)| *m == member.0) {
+                        open.members.push(member);
+                    }
+                }
+            }
+            (Some(open), false) => open.to = Some(sample.at),
+            (None, true) => found.push(Masters {
+                from: sample.at,
+                to: None,
+                members,
+            }),
+            (None, false) => {}
+        }
+    }
+    found
 }
 
 impl History {
@@ -97,6 +179,10 @@ pub struct Target {
     pub user: Option<String>,
     pub password: Option<String>,
     pub tls: Option<controller::redis_server::TlsClient>,
+    /// The local address to connect from (None: the one the route picks). On the bed the
+    /// host's own address ([`crate::node::HOST_ADDRESS`]), so that a cut of the controller's
+    /// path to a pod (`fault.sh path-cut`) leaves the test's clients through.
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl Target {
@@ -121,8 +207,31 @@ impl Target {
             .map_err(|e| e.to_string())
     }
 
+    /// A TCP connection to `host` (an IP or name on `port`, or `ip:port`), from `source` when
+    /// set.
+    async fn dial(&self, host: &str) -> Option<tokio::net::TcpStream> {
+        let address = match host.parse::<std::net::SocketAddr>() {
+            Ok(address) => address,
+            Err(_) => tokio::net::lookup_host((host, self.port))
+                .await
+                .ok()?
+                .next()?,
+        };
+        let Some(source) = self.source else {
+            return tokio::net::TcpStream::connect(address).await.ok();
+        };
+        let socket = if address.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
+        } else {
+            tokio::net::TcpSocket::new_v6()
+        }
+        .ok()?;
+        socket.bind(std::net::SocketAddr::new(source, 0)).ok()?;
+        socket.connect(address).await.ok()
+    }
+
     /// A connection to `host` (1 s to connect, 2 s for each reply), and the task driving it.
-    async fn open(&self, host: &str) -> Option<Link> {
+    pub(crate) async fn open(&self, host: &str) -> Option<Link> {
         let mut settings = redis::RedisConnectionInfo::default();
         if let Some(user) = &self.user {
             settings = settings.set_username(user);
@@ -133,9 +242,7 @@ impl Target {
         let config =
             redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(2)));
         let opened = async {
-            let stream = tokio::net::TcpStream::connect((host, self.port))
-                .await
-                .ok()?;
+            let stream = self.dial(host).await?;
             let (con, driver) = match &self.tls {
                 None => {
                     let (con, driver) = redis::aio::MultiplexedConnection::new_with_config(
@@ -165,8 +272,8 @@ impl Target {
 }
 
 /// A connection and the task that drives it, stopped with it.
-struct Link {
-    con: redis::aio::MultiplexedConnection,
+pub(crate) struct Link {
+    pub(crate) con: redis::aio::MultiplexedConnection,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -358,6 +465,15 @@ impl History {
                 });
                 (ms(a.sent), line)
             })
+            .chain(
+                self.roles
+                    .iter()
+                    .map(|r| (ms(r.at), role_line(r, ms(r.at)))),
+            )
+            .chain(self.endpoints.iter().map(|e| {
+                let line = serde_json::json!({"endpoints": e.ready, "at_ms": ms(e.at)});
+                (ms(e.at), line)
+            }))
             .chain(events.iter().map(|(at, what)| {
                 (
                     ms(*at),
@@ -384,6 +500,25 @@ impl History {
         }
         std::fs::write(path, text).map_err(failed)
     }
+}
+
+/// A role sample as a JSON line: `{"role": "master"|"replica"|"unread", "member", "server",
+/// "at_ms", "replicas" | "of" and "state"}`.
+fn role_line(sample: &RoleSample, at_ms: u128) -> serde_json::Value {
+    let mut line = serde_json::json!({
+        "member": sample.member, "server": sample.server, "at_ms": at_ms,
+    });
+    let fields = match &sample.role {
+        Role::Master { replicas } => serde_json::json!({"role": "master", "replicas": replicas}),
+        Role::Replica { of, state } => {
+            serde_json::json!({"role": "replica", "of": of, "state": state})
+        }
+        Role::Unread => serde_json::json!({"role": "unread"}),
+    };
+    if let (Some(line), serde_json::Value::Object(fields)) = (line.as_object_mut(), fields) {
+        line.extend(fields);
+    }
+    line
 }
 
 #[cfg(test)]
@@ -414,6 +549,71 @@ mod tests {
         assert_eq!(overlapping(&split).len(), 1);
     }
 
+    /// Two primaries acknowledging at once, as the pinned writers record them: the new
+    /// primary acknowledges while the old one, on its held connection, still does.
+    fn two_primaries() -> History {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let ack = |key: &str, server: &str, sent: u64| Ack {
+            key: key.into(),
+            value: 1,
+            server: server.into(),
+            sent: at(sent),
+            acked: at(sent + 3),
+        };
+        let role = |member: &str, ms: u64, role: Role| RoleSample {
+            at: at(ms),
+            member: member.into(),
+            server: format!("10.0.0.{}", &member[member.len() - 1..]),
+            role,
+        };
+        let master = |replicas| Role::Master { replicas };
+        History {
+            acks: (0..30)
+                .map(|n| ack(&format!("p0-{n}"), "10.0.0.0", n * 10))
+                .chain([ack("p1-1", "10.0.0.1", 201), ack("p1-2", "10.0.0.1", 251)])
+                .collect(),
+            roles: vec![
+                role("cache-0", 0, master(2)),
+                role(
+                    "cache-1",
+                    0,
+                    Role::Replica {
+                        of: "10.0.0.0:6379".into(),
+                        state: "connected".into(),
+                    },
+                ),
+                role("cache-1", 200, master(1)),
+                role("cache-0", 400, Role::Unread),
+            ],
+            ..History::default()
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "two primaries acknowledged writes at once (seed 7)")]
+    fn the_check_fails_on_two_primaries_acknowledging_at_once() {
+        let history = two_primaries();
+        let overlaps = overlapping(&history.acks);
+        assert_eq!(overlaps.len(), 2, "{overlaps:?}");
+        history.assert_safe(&[], &overlaps, " (seed 7)");
+    }
+
+    #[test]
+    fn the_role_samples_show_two_masters_until_one_is_unread() {
+        let history = two_primaries();
+        let t0 = history.roles[0].at;
+        let masters = masters_at_once(&history.roles);
+        assert_eq!(
+            masters,
+            vec![Masters {
+                from: t0 + Duration::from_millis(200),
+                to: Some(t0 + Duration::from_millis(400)),
+                members: vec![("cache-0".into(), 2), ("cache-1".into(), 1)],
+            }]
+        );
+    }
+
     #[test]
     fn a_written_history_is_in_time_order_with_the_faults_and_the_lost_keys_last() {
         let t0 = Instant::now();
@@ -427,7 +627,7 @@ mod tests {
         };
         let history = History {
             acks: vec![ack("w0-2", 40), ack("w0-1", 10)],
-            unacknowledged: 0,
+            ..History::default()
         };
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("h").join("history.jsonl");

@@ -30,6 +30,7 @@ pub mod replicated;
 pub mod s3;
 pub mod secrets;
 mod wait;
+pub mod witness;
 
 pub use cluster::{Cluster, pinned_kubernetes_version, repo_root};
 pub use crd::{FIELD_MANAGER, install_crds, redis_crd, redis_resource};

@@ -29,6 +29,13 @@ pub const REDIS_IMAGE: &str = "localhost/redis:bed";
 /// so the pull fails at once and nothing leaves the machine.
 pub const MISSING_IMAGE: &str = "localhost/redis:no-such-tag";
 
+/// The host's own address on the bed (`HOST_IP` on the bridge `redisbed0` in
+/// `hack/cluster/node/node.sh`). The host's connections to a pod otherwise leave from the pod's
+/// node's bridge address, as the controller's do: a test's clients bound here stay through a
+/// cut of that path (`fault.sh path-cut`).
+pub const HOST_ADDRESS: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 88, 0, 1));
+
 /// How long one `redis-cli` call may take.
 const REDIS_CLI_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -113,13 +120,25 @@ impl NodeFault {
 
 /// Runs `hack/cluster/fault.sh VERB NODE` (needs root, as the bed does).
 pub async fn fault(fault: NodeFault, node: &str) -> Result<(), Error> {
+    run_fault_script(&[fault.verb(), node]).await
+}
+
+/// Cuts the controller's path to pod `ip` (`hack/cluster/fault.sh path-cut`): the host's
+/// connections from the pod's node's address are dropped both ways; clients bound to
+/// [`HOST_ADDRESS`], the pod's kubelet and the other pods still reach it. Healed by
+/// [`PathHealOnDrop`].
+pub async fn cut_path(ip: &str) -> Result<(), Error> {
+    run_fault_script(&["path-cut", ip]).await
+}
+
+async fn run_fault_script(args: &[&str]) -> Result<(), Error> {
     let script = repo_root().join("hack/cluster/fault.sh");
     let run = Command::new(&script)
-        .args([fault.verb(), node])
+        .args(args)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
-    let what = format!("{} {} {node}", script.display(), fault.verb());
+    let what = format!("{} {}", script.display(), args.join(" "));
     let output = tokio::time::timeout(Duration::from_secs(120), run)
         .await
         .map_err(|_| Error::Process {
@@ -242,6 +261,18 @@ impl Drop for HealOnDrop {
         let script = repo_root().join("hack/cluster/fault.sh");
         let _ = std::process::Command::new(script)
             .args([NodeFault::Heal.verb(), &self.0])
+            .status();
+    }
+}
+
+/// Heals the path [`cut_path`] cut when dropped (`hack/cluster/fault.sh path-heal`).
+pub struct PathHealOnDrop(pub String);
+
+impl Drop for PathHealOnDrop {
+    fn drop(&mut self) {
+        let script = repo_root().join("hack/cluster/fault.sh");
+        let _ = std::process::Command::new(script)
+            .args(["path-heal", &self.0])
             .status();
     }
 }

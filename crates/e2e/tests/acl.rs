@@ -201,6 +201,7 @@ async fn acl_users_change_live_and_a_failover_without_the_default_user_loses_not
         user: Some("writer".to_owned()),
         password: Some("writer-1".to_owned()),
         tls: None,
+        source: None,
     };
     let writers: Vec<Writer> = (0..2)
         .map(|id| Writer::start_to(id, service.clone(), writer.clone(), history.clone()))
