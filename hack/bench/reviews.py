@@ -333,6 +333,8 @@ def feature_reviews(create):
         "maxmemory-policy": "lru", "shutdown-on-sigint": "save bogus", "loglevel": "debug verbose", "appendonly": "yes",
         "dir": "/tmp", "proc-title-template": "a\tb", "syslog-ident": "--daemonize", "active-defrag-cycle-min": "101",
         "slaveof": "10.0.0.1 6379", "slave-read-only": "no", "replica-read-only": "yes", "unixsocketperm": "777"}})
+    out["create-config-refused-switches"] = create("r", {"config": {"enable-protected-configs": "yes", "Enable-Debug-Command": "local",
+                                                                   "enable-module-command": "no", "hz": "20"}})
     out["create-config-appendonly-storage"] = create("r", {"storage": {"size": "1Gi"}, "config": {"appendonly": "yes"}})
     out["create-config-too-many"] = create("r", {"config": {f"x{i}": "1" for i in range(257)}})
     out["create-config-maxmemory-over"] = create("r", {"resources": limits, "config": {"maxmemory": "2gb"}, "maxMemoryPercentOfLimit": 50})

@@ -83,6 +83,19 @@ func ownedDirective(name string, spec *RedisSpec) string {
 	return ""
 }
 
+// refusedDirective: why no Redis may set directive name, if so (api::config::refused).
+func refusedDirective(name string) string {
+	switch name {
+	case "enable-protected-configs":
+		return "it lets CONFIG SET move dir and dbfilename at run time, under the operator's data layout and backups, and write files where the server can"
+	case "enable-debug-command":
+		return "DEBUG can crash, freeze or reload the server (DEBUG SEGFAULT, SLEEP, RELOAD) outside the operator's failover and rollout"
+	case "enable-module-command":
+		return "modules are not supported (MODULE LOAD runs any shared object the server can read)"
+	}
+	return ""
+}
+
 func notADirective(name string) string {
 	switch name {
 	case "rename-command":
@@ -232,6 +245,10 @@ func configViolations(spec *RedisSpec) []Violation {
 		}
 		if why := ownedDirective(d.name, spec); why != "" {
 			out = append(out, Violation{field, "is set by the operator: " + why, name})
+			continue
+		}
+		if why := refusedDirective(d.name); why != "" {
+			out = append(out, Violation{field, "is not allowed: " + why, name})
 			continue
 		}
 		// As Rust's BTreeMap::insert: the name written last replaces the one before.

@@ -81,6 +81,24 @@ pub fn owned(name: &str, spec: &RedisSpec) -> Option<&'static str> {
     })
 }
 
+/// Why directive `name` (its canonical name) may not be set by any Redis, if so: each reopens at
+/// run time what the operator closes (DESIGN §3m). Stored Redis that set one before this rule
+/// run without it ([`settings`] leaves it out).
+pub fn refused(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "enable-protected-configs" => {
+            "it lets CONFIG SET move dir and dbfilename at run time, under the operator's data layout and backups, and write files where the server can"
+        }
+        "enable-debug-command" => {
+            "DEBUG can crash, freeze or reload the server (DEBUG SEGFAULT, SLEEP, RELOAD) outside the operator's failover and rollout"
+        }
+        "enable-module-command" => {
+            "modules are not supported (MODULE LOAD runs any shared object the server can read)"
+        }
+        _ => return None,
+    })
+}
+
 /// Why a name that is in no table is refused, where a more helpful word than "unknown" exists.
 pub fn not_a_directive(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -231,7 +249,10 @@ pub fn settings(spec: &RedisSpec) -> Vec<Setting> {
         .take(MAX_DIRECTIVES)
         .filter_map(|(name, value)| {
             let d = directive(name)?;
-            (owned(d.name, spec).is_none() && value_problem(d, value).is_none()).then(|| Setting {
+            (owned(d.name, spec).is_none()
+                && refused(d.name).is_none()
+                && value_problem(d, value).is_none())
+            .then(|| Setting {
                 name: d.name,
                 value: value.clone(),
                 applied: how_applied(d),

@@ -221,7 +221,11 @@ fn the_readme_lists_exactly_the_directives_a_redis_may_set_that_roll_the_pods() 
     let plain = RedisSpec::default();
     let mut rolling: Vec<&str> = directives::DIRECTIVES
         .iter()
-        .filter(|d| how_applied(d) != Applied::Live && owned(d.name, &plain).is_none())
+        .filter(|d| {
+            how_applied(d) != Applied::Live
+                && owned(d.name, &plain).is_none()
+                && refused(d.name).is_none()
+        })
         .map(|d| d.name)
         .collect();
     rolling.sort_unstable();

@@ -6,7 +6,7 @@
 use super::violation::{Violation, shown};
 use crate::config::{
     self, HIGH_MAX_MEMORY_PERCENT, MAX_DIRECTIVES, directive, memory_bytes, not_a_directive, owned,
-    value_problem,
+    refused, value_problem,
 };
 use crate::types::RedisSpec;
 use std::collections::BTreeMap;
@@ -53,6 +53,14 @@ pub(super) fn config_violations(spec: &RedisSpec) -> Vec<Violation> {
                 field,
                 name,
                 format!("is set by the operator: {why}"),
+            ));
+            continue;
+        }
+        if let Some(why) = refused(d.name) {
+            violations.push(Violation::new(
+                field,
+                name,
+                format!("is not allowed: {why}"),
             ));
             continue;
         }

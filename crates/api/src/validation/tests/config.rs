@@ -64,6 +64,38 @@ fn config_refuses_unknown_owned_duplicate_and_misshapen_directives_listing_each(
     );
 }
 
+/// Each would reopen at run time what the operator closes (any case, with a valid value).
+#[test]
+fn config_refuses_the_switches_that_reopen_protected_configs_debug_and_modules() {
+    let v = Policy::default().validate_create(&redis(
+        "r",
+        json!({"config": {
+            "enable-protected-configs": "yes",
+            "Enable-Debug-Command": "local",
+            "enable-module-command": "no",
+            "hz": "20"
+        }}),
+    ));
+    assert_eq!(
+        fields(&v),
+        [
+            "spec.config[Enable-Debug-Command]",
+            "spec.config[enable-module-command]",
+            "spec.config[enable-protected-configs]",
+        ],
+        "{}",
+        v.message()
+    );
+    let message = v.message();
+    assert!(
+        message.contains(
+            "spec.config[enable-protected-configs]: is not allowed: it lets CONFIG SET move dir"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("MODULE LOAD"), "{message}");
+}
+
 #[test]
 fn config_appendonly_is_the_storage_s_when_storage_is_set() {
     let plain = redis("r", json!({"config": {"appendonly": "yes"}}));
