@@ -11,6 +11,11 @@ use std::collections::BTreeMap;
 /// The most CA certificates read from `ca.crt` (a bundle of a few is usual; a bound on work).
 pub const MAX_CA_CERTIFICATES: usize = 16;
 
+/// Largest value of one key read (`ca.crt`, `tls.crt`, `tls.key`), in bytes: 16 CA certificates
+/// of a few KiB each fit; a tenant's 1 MiB value is refused before it is parsed or kept (issue
+/// #40.1).
+pub const MAX_FILE_BYTES: usize = 64 * 1024;
+
 /// A `spec.tls` Secret, parsed and checked. Its Debug shows no key.
 pub struct Material {
     /// `ca.crt`: the CAs every pod's certificate must chain to.
@@ -51,9 +56,17 @@ impl Material {
 /// Parses the data of a `spec.tls` Secret. `Err`: what is wrong, naming the key.
 pub fn parse(data: &BTreeMap<String, Vec<u8>>) -> Result<Material, String> {
     let get = |key: &str| {
-        data.get(key)
+        let value = data
+            .get(key)
             .filter(|v| !v.is_empty())
-            .ok_or_else(|| format!("has no {key}"))
+            .ok_or_else(|| format!("has no {key}"))?;
+        if value.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "{key} holds {} bytes: at most {MAX_FILE_BYTES} are read",
+                value.len()
+            ));
+        }
+        Ok(value)
     };
     let certificates = |key: &str| -> Result<Vec<CertificateDer<'static>>, String> {
         let pem = get(key)?;
@@ -157,5 +170,23 @@ pub(crate) mod tests {
         let bundle = ca.repeat(MAX_CA_CERTIFICATES + 1);
         let error = parse(&secret(&bundle, &cert, &key)).expect_err("refused");
         assert_eq!(error, "ca.crt holds more than 16 certificates");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_before_it_is_parsed() {
+        let (ca, cert, key) = issued(&["r.ns.svc"]);
+        // A valid bundle padded with PEM comment lines to 1 MiB.
+        let padded = format!("{ca}{}", "# padding\n".repeat((1 << 20) / 10));
+        let error = parse(&secret(&padded, &cert, &key)).expect_err("refused");
+        assert_eq!(
+            error,
+            format!(
+                "ca.crt holds {} bytes: at most 65536 are read",
+                padded.len()
+            )
+        );
+        let key_padded = format!("{key}{}", "\n".repeat(MAX_FILE_BYTES));
+        let error = parse(&secret(&ca, &cert, &key_padded)).expect_err("refused");
+        assert!(error.starts_with("tls.key holds"), "{error}");
     }
 }
