@@ -4,7 +4,7 @@
 //! from the bucket (a Job too) before releasing the finalizer.
 
 use super::job::{self, JobKind, Object, Source};
-use super::plan::{self, JobState};
+use super::plan::{self, FoundJob, JobState};
 use crate::Error;
 use crate::cached::CachedPod;
 use crate::k8s::FIELD_MANAGER;
@@ -16,7 +16,9 @@ use api::Redis;
 use api::backup::{BackupDestination, BackupPhase, FINALIZER, RedisBackup, RedisBackupStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -73,14 +75,27 @@ async fn apply(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
     let stored = backup.status.clone().unwrap_or_default();
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
     let job_name = job::job_name(backup, JobKind::Backup);
+    let uid = backup
+        .metadata
+        .uid
+        .as_deref()
+        .ok_or(Error::IncompleteObject("uid"))?;
+    let found = jobs.get_opt(&job_name).await.map_err(Error::Kube)?;
     if stored.phase.is_some_and(BackupPhase::is_finished) {
-        delete_job(&jobs, &job_name).await?;
+        delete_own_job(&jobs, found.as_ref(), uid).await?;
         return Ok(Action::await_change());
     }
-    let Some(found) = jobs.get_opt(&job_name).await.map_err(Error::Kube)? else {
+    let Some(found) = found else {
         return start(backup, ctx, namespace, &stored).await;
     };
-    match plan::job_state(&found) {
+    let state = match plan::found_job(&found, uid) {
+        FoundJob::Own(state) => state,
+        FoundJob::Foreign(holder) => {
+            let message = plan::job_conflict(&job_name, &holder);
+            return conflict(ctx, backup, namespace, &stored, message).await;
+        }
+    };
+    match state {
         JobState::Running => {
             if stored.phase != Some(BackupPhase::Running) {
                 let mut status = stored.clone();
@@ -91,7 +106,7 @@ async fn apply(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
             Ok(Action::requeue(RUNNING_RESYNC))
         }
         JobState::Succeeded => {
-            let message = termination_message(ctx, namespace, &job_name, true).await?;
+            let message = termination_message(ctx, namespace, &found, true).await?;
             match message.as_deref().and_then(plan::parse_result) {
                 Some(result) => succeeded(backup, ctx, namespace, &stored, result).await?,
                 None => {
@@ -99,18 +114,18 @@ async fn apply(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
                     failed(backup, ctx, namespace, &stored, "NoResult", text).await?;
                 }
             }
-            delete_job(&jobs, &job_name).await?;
+            delete_own_job(&jobs, Some(&found), uid).await?;
             Ok(Action::await_change())
         }
         JobState::Failed => {
-            let message = termination_message(ctx, namespace, &job_name, false).await?;
+            let message = termination_message(ctx, namespace, &found, false).await?;
             let (reason, text) = match message {
                 Some(message) => plan::parse_failure(&message),
                 None => plan::job_failure(&found)
                     .unwrap_or_else(|| ("JobFailed".to_owned(), String::new())),
             };
             failed(backup, ctx, namespace, &stored, &reason, text).await?;
-            delete_job(&jobs, &job_name).await?;
+            delete_own_job(&jobs, Some(&found), uid).await?;
             Ok(Action::await_change())
         }
     }
@@ -286,13 +301,49 @@ async fn wait(
     Ok(Action::requeue(WAIT))
 }
 
+/// Pending `NameConflict` while another's Job holds the backup's Job name, with a Warning Event
+/// when it comes to be so; that Job is left as it is.
+async fn conflict(
+    ctx: &Context,
+    backup: &RedisBackup,
+    namespace: &str,
+    stored: &RedisBackupStatus,
+    message: String,
+) -> Result<Action, Error> {
+    let already = stored
+        .conditions
+        .iter()
+        .any(|c| c.reason == plan::NAME_CONFLICT && c.message == message);
+    if !already {
+        let redis = redis_reference(namespace, &backup.spec.redis_name);
+        let note = message.clone();
+        announce(
+            ctx,
+            backup,
+            &redis,
+            EventType::Warning,
+            plan::NAME_CONFLICT,
+            note,
+        )
+        .await;
+    }
+    wait(ctx, backup, namespace, stored, plan::NAME_CONFLICT, message).await
+}
+
 /// Deletion: the backup Job goes (its owner reference would only take it after the finalizer),
 /// and a stored object is deleted by a Job before the finalizer is released. A delete that
 /// fails is said, and the object left: the finalizer never holds the backup forever.
 async fn cleanup(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
     let namespace = crate::k8s::namespace(&backup.metadata)?;
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
-    delete_job(&jobs, &job::job_name(backup, JobKind::Backup)).await?;
+    let uid = backup
+        .metadata
+        .uid
+        .as_deref()
+        .ok_or(Error::IncompleteObject("uid"))?;
+    let backup_job = job::job_name(backup, JobKind::Backup);
+    let found = jobs.get_opt(&backup_job).await.map_err(Error::Kube)?;
+    delete_own_job(&jobs, found.as_ref(), uid).await?;
     let status = backup.status.clone().unwrap_or_default();
     let stored = match (
         status.phase,
@@ -336,15 +387,25 @@ async fn cleanup(backup: &RedisBackup, ctx: &Context) -> Result<Action, Error> {
                 Err(e) => return Err(Error::Kube(e)),
             }
         }
-        Some(found) => match plan::job_state(&found) {
-            JobState::Running => return Err(deleting()),
-            JobState::Succeeded => (
+        Some(found) => match plan::found_job(&found, uid) {
+            // Another's Job holds the name: nothing of this backup can delete the object, and
+            // the finalizer never holds the backup forever.
+            FoundJob::Foreign(holder) => (
+                EventType::Warning,
+                "BackupObjectLeft",
+                format!(
+                    "{location} is left in the bucket: {}",
+                    plan::job_conflict(&name, &holder)
+                ),
+            ),
+            FoundJob::Own(JobState::Running) => return Err(deleting()),
+            FoundJob::Own(JobState::Succeeded) => (
                 EventType::Normal,
                 "BackupDeleted",
                 format!("deleted {location}"),
             ),
-            JobState::Failed => {
-                let why = termination_message(ctx, namespace, &name, false)
+            FoundJob::Own(JobState::Failed) => {
+                let why = termination_message(ctx, namespace, &found, false)
                     .await?
                     .map(|m| plan::parse_failure(&m))
                     .map(|(reason, text)| format!("{reason}: {text}"))
@@ -411,13 +472,19 @@ async fn announce(
 }
 
 /// The termination message of the Job's pod that succeeded (`success`) or of its last failed
-/// one: what `redis-backup` reported.
+/// one: what `redis-backup` reported. Only pods the Job controls count: any pod can carry the
+/// job-name label.
 async fn termination_message(
     ctx: &Context,
     namespace: &str,
-    job_name: &str,
+    job: &Job,
     success: bool,
 ) -> Result<Option<String>, Error> {
+    let (Some(job_name), Some(job_uid)) =
+        (job.metadata.name.as_deref(), job.metadata.uid.as_deref())
+    else {
+        return Ok(None);
+    };
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let params = ListParams::default()
         .labels(&format!("batch.kubernetes.io/job-name={job_name}"))
@@ -426,6 +493,7 @@ async fn termination_message(
     let mut terminated: Vec<_> = list
         .items
         .iter()
+        .filter(|p| crate::k8s::controlled_by(*p, job_uid))
         .flat_map(|p| {
             p.status
                 .iter()
@@ -438,10 +506,27 @@ async fn termination_message(
     Ok(terminated.pop().and_then(|t| t.message.or(t.reason)))
 }
 
-async fn delete_job(jobs: &Api<Job>, name: &str) -> Result<(), Error> {
-    match jobs.delete(name, &DeleteParams::background()).await {
+/// Deletes `found` if it is the backup's own Job, with its uid as a precondition (a Job made
+/// under the same name since it was read is not deleted); another's is left as it is.
+async fn delete_own_job(jobs: &Api<Job>, found: Option<&Job>, uid: &str) -> Result<(), Error> {
+    let Some(job) = found.filter(|job| crate::k8s::controlled_by(*job, uid)) else {
+        return Ok(());
+    };
+    let (Some(name), Some(job_uid)) = (job.metadata.name.as_deref(), job.metadata.uid.clone())
+    else {
+        return Ok(());
+    };
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(job_uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match jobs.delete(name, &params).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        // Gone, or another object holds the name now.
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
         Err(e) => Err(Error::Kube(e)),
     }
 }

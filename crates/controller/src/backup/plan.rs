@@ -77,6 +77,37 @@ pub enum JobState {
     Failed,
 }
 
+/// The Job found under one of a backup's Job names: the backup's own (its controller owner
+/// reference carries the backup's uid), or another's, which is never adopted, read or deleted
+/// (issue #40.3: any tenant can create a Job named `<backup>-backup`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FoundJob {
+    Own(JobState),
+    /// Who controls it, as the user is told (`k8s::controller_of`).
+    Foreign(String),
+}
+
+/// Whose `job` is, for the backup of uid `backup_uid`, and where it stands if it is the
+/// backup's.
+pub fn found_job(job: &Job, backup_uid: &str) -> FoundJob {
+    if crate::k8s::controlled_by(job, backup_uid) {
+        FoundJob::Own(job_state(job))
+    } else {
+        FoundJob::Foreign(crate::k8s::controller_of(job))
+    }
+}
+
+/// The Waiting condition's reason, and the Warning Event's, while another's Job holds a backup's
+/// Job name.
+pub const NAME_CONFLICT: &str = "NameConflict";
+
+/// The condition's message, and the Warning's, while another's Job holds a backup's Job name.
+pub fn job_conflict(name: &str, holder: &str) -> String {
+    format!(
+        "Job {name} already exists and is not controlled by this backup ({holder}); it was left as it is: delete or rename it, or give the backup another name"
+    )
+}
+
 /// The state of `job` from its status.
 pub fn job_state(job: &Job) -> JobState {
     let status = job.status.as_ref();
@@ -216,6 +247,39 @@ pub fn pending(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_job_is_the_backup_s_only_by_its_controller_reference() {
+        let job = |owners: serde_json::Value| -> Job {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "b-backup", "ownerReferences": owners},
+                "status": {"succeeded": 1}
+            }))
+            .expect("job")
+        };
+        let reference = |uid: &str, controller: bool| {
+            serde_json::json!({"apiVersion": "myapp.tangx.in/v1", "kind": "RedisBackup",
+                "name": "b", "uid": uid, "controller": controller})
+        };
+        assert_eq!(
+            found_job(&job(serde_json::json!([reference("u1", true)])), "u1"),
+            FoundJob::Own(JobState::Succeeded)
+        );
+        // Someone's own Job of that name; one naming the backup without being controlled by
+        // it; one of an earlier backup of the same name.
+        assert_eq!(
+            found_job(&job(serde_json::json!([])), "u1"),
+            FoundJob::Foreign("no controller".to_owned())
+        );
+        assert!(matches!(
+            found_job(&job(serde_json::json!([reference("u1", false)])), "u1"),
+            FoundJob::Foreign(_)
+        ));
+        assert_eq!(
+            found_job(&job(serde_json::json!([reference("u0", true)])), "u1"),
+            FoundJob::Foreign("controller RedisBackup b (uid u0)".to_owned())
+        );
+    }
+
     use super::*;
     use api::MemberStatus;
     use serde_json::json;
