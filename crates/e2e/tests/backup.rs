@@ -635,6 +635,78 @@ async fn wrong_credentials_or_no_endpoint_fail_with_the_reason_and_delete_nothin
     Ok(())
 }
 
+/// Another's Job named like a backup's (`<backup>-backup`, here suspended, as anyone in the
+/// namespace may create it) is never adopted or deleted: the backup waits with reason
+/// NameConflict naming it, and deleting the backup leaves the Job in place (issue #40.3).
+#[tokio::test]
+async fn a_foreign_job_named_like_a_backup_s_survives_the_backup() -> Result<(), Error> {
+    let (_cluster, ns, _operator) = node::setup("backup-foreign-job").await?;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = ns.api();
+    let foreign: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
+        "metadata": {"name": "nightly-backup"},
+        "spec": {"suspend": true, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "work", "image": REDIS_IMAGE, "command": ["true"],
+                "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true,
+                    "runAsUser": 999, "capabilities": {"drop": ["ALL"]},
+                    "seccompProfile": {"type": "RuntimeDefault"}}}]
+        }}}
+    }))
+    .map_err(|e| Error::process("the foreign Job", e))?;
+    let foreign = jobs
+        .create(&PostParams::default(), &foreign)
+        .await
+        .context("creating the foreign Job")?;
+    create_backup(
+        &ns,
+        "nightly",
+        json!({"redisName": "absent", "destination": {"s3": {
+            "endpoint": "http://10.88.0.1:1", "bucket": "b", "region": "r",
+            "credentialsSecretRef": {"name": CREDENTIALS}}}}),
+    )
+    .await?;
+    let backups: Api<RedisBackup> = ns.api();
+    wait_for(
+        "RedisBackup nightly waiting with NameConflict",
+        CONVERGE,
+        || async {
+            let backup = backups.get("nightly").await.map_err(seen)?;
+            let conditions = backup.status.iter().flat_map(|s| s.conditions.iter());
+            let conflict = conditions.clone().any(|c| {
+                c.reason == "NameConflict"
+                    && c.message.contains("Job nightly-backup already exists")
+            });
+            if conflict {
+                Ok(())
+            } else {
+                Err(format!("status: {:?}", backup.status))
+            }
+        },
+    )
+    .await?;
+    backups
+        .delete("nightly", &DeleteParams::default())
+        .await
+        .context("deleting RedisBackup nightly")?;
+    wait_for("RedisBackup nightly gone", CONVERGE, || async {
+        match backups.get_opt("nightly").await.map_err(seen)? {
+            None => Ok(()),
+            Some(b) => Err(format!("still there: {:?}", b.status)),
+        }
+    })
+    .await?;
+    let left = jobs
+        .get_opt("nightly-backup")
+        .await
+        .context("reading the foreign Job")?;
+    assert_eq!(
+        left.and_then(|j| j.metadata.uid),
+        foreign.metadata.uid,
+        "the foreign Job was deleted with the RedisBackup"
+    );
+    Ok(())
+}
+
 /// A restore whose object does not exist: the restored pod never starts redis-server, the
 /// Redis says why (not Ready, Restored False), and no pod is made primary.
 #[tokio::test]
