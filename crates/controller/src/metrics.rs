@@ -6,6 +6,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Instant;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -29,12 +31,81 @@ pub struct BackupResultLabels {
 }
 
 /// The backups (`RedisBackup`, DESIGN §3o): by result, the last success, bytes and duration.
+/// A Redis's series go with it (issue #40.12: a namespace's churn of Redis must not grow the
+/// controller's metrics forever).
 #[derive(Default)]
 pub struct BackupMetrics {
-    pub finished: Family<BackupResultLabels, Counter>,
-    pub last_success: Family<RedisLabels, Gauge>,
-    pub bytes: Family<RedisLabels, Gauge>,
-    pub duration: Family<RedisLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    finished: Family<BackupResultLabels, Counter>,
+    last_success: Family<RedisLabels, Gauge>,
+    bytes: Family<RedisLabels, Gauge>,
+    duration: Family<RedisLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    /// Every Redis that has series, so that they can be removed.
+    known: Mutex<HashSet<RedisLabels>>,
+}
+
+impl BackupMetrics {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashSet<RedisLabels>> {
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A backup of `redis` succeeded at `at` (Unix seconds), `bytes` long, having taken
+    /// `seconds` when known.
+    pub fn succeeded(&self, redis: &RedisLabels, at: i64, bytes: i64, seconds: Option<f64>) {
+        self.known().insert(redis.clone());
+        self.finished
+            .get_or_create(&redis.result("succeeded"))
+            .inc();
+        self.last_success.get_or_create(redis).set(at);
+        self.bytes.get_or_create(redis).set(bytes);
+        if let Some(seconds) = seconds {
+            self.duration.get_or_create(redis).set(seconds);
+        }
+    }
+
+    /// A backup of `redis` failed.
+    pub fn failed(&self, redis: &RedisLabels) {
+        self.known().insert(redis.clone());
+        self.finished.get_or_create(&redis.result("failed")).inc();
+    }
+
+    /// Removes the series of `redis` (deleted).
+    pub fn forget(&self, redis: &RedisLabels) {
+        self.known().remove(redis);
+        self.remove_series(redis);
+    }
+
+    /// Removes the series of every Redis `live` says is gone (after the watch re-listed).
+    pub fn keep_only(&self, live: impl Fn(&RedisLabels) -> bool) {
+        let gone: Vec<RedisLabels> = {
+            let mut known = self.known();
+            let gone = known.iter().filter(|r| !live(r)).cloned().collect();
+            known.retain(|r| live(r));
+            gone
+        };
+        for redis in &gone {
+            self.remove_series(redis);
+        }
+    }
+
+    fn remove_series(&self, redis: &RedisLabels) {
+        self.finished.remove(&redis.result("succeeded"));
+        self.finished.remove(&redis.result("failed"));
+        self.last_success.remove(redis);
+        self.bytes.remove(redis);
+        self.duration.remove(redis);
+    }
+}
+
+impl RedisLabels {
+    fn result(&self, result: &'static str) -> BackupResultLabels {
+        BackupResultLabels {
+            namespace: self.namespace.clone(),
+            redis: self.redis.clone(),
+            result,
+        }
+    }
 }
 
 pub struct Metrics {
@@ -147,5 +218,41 @@ impl Drop for ReconcileTimer<'_> {
         self.metrics
             .duration
             .observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redis_s_backup_series_go_with_it() {
+        let metrics = Metrics::default();
+        let redis = |name: &str| RedisLabels {
+            namespace: "ns".into(),
+            redis: name.into(),
+        };
+        metrics
+            .backups
+            .succeeded(&redis("a"), 1_700_000_000, 42, Some(1.5));
+        metrics.backups.failed(&redis("a"));
+        metrics
+            .backups
+            .succeeded(&redis("b"), 1_700_000_000, 7, None);
+        metrics.backups.failed(&redis("c"));
+        let series = |name: &str| {
+            let text = metrics.render();
+            text.lines()
+                .filter(|l| !l.starts_with('#') && l.contains(&format!("redis=\"{name}\"")))
+                .count()
+        };
+        // succeeded and failed counts, last success, bytes, duration.
+        assert_eq!(series("a"), 5, "{}", metrics.render());
+        metrics.backups.forget(&redis("a"));
+        assert_eq!(series("a"), 0, "{}", metrics.render());
+        assert_eq!(series("b"), 3);
+        metrics.backups.keep_only(|r| r.redis == "b");
+        assert_eq!(series("b"), 3);
+        assert_eq!(series("c"), 0, "{}", metrics.render());
     }
 }

@@ -11,7 +11,7 @@ use crate::k8s::FIELD_MANAGER;
 use crate::k8s::conditions::now;
 use crate::k8s::events::publish;
 use crate::k8s::redis_watch;
-use crate::metrics::{BackupResultLabels, Metrics, RedisLabels};
+use crate::metrics::{Metrics, RedisLabels};
 use api::Redis;
 use api::backup::{BackupDestination, BackupPhase, FINALIZER, RedisBackup, RedisBackupStatus};
 use k8s_openapi::api::batch::v1::Job;
@@ -227,23 +227,16 @@ async fn succeeded(
         namespace: namespace.to_owned(),
         redis: redis_name.clone(),
     };
-    let backups = &ctx.metrics.backups;
-    backups
-        .finished
-        .get_or_create(&result_labels(namespace, redis_name, "succeeded"))
-        .inc();
-    backups
-        .last_success
-        .get_or_create(&labels)
-        .set(k8s_openapi::jiff::Timestamp::now().as_second());
-    backups
-        .bytes
-        .get_or_create(&labels)
-        .set(i64::try_from(result.size).unwrap_or(i64::MAX));
-    if let (Some(started), Some(done)) = (&status.start_time, &status.completion_time) {
-        let seconds = done.0.duration_since(started.0).as_secs_f64();
-        backups.duration.get_or_create(&labels).set(seconds);
-    }
+    let seconds = match (&status.start_time, &status.completion_time) {
+        (Some(started), Some(done)) => Some(done.0.duration_since(started.0).as_secs_f64()),
+        _ => None,
+    };
+    ctx.metrics.backups.succeeded(
+        &labels,
+        k8s_openapi::jiff::Timestamp::now().as_second(),
+        i64::try_from(result.size).unwrap_or(i64::MAX),
+        seconds,
+    );
     announce(
         ctx,
         backup,
@@ -267,11 +260,10 @@ async fn failed(
     let status = plan::finished(stored, BackupPhase::Failed, reason, text.clone(), now());
     write_status(ctx, backup, namespace, &status).await?;
     let redis_name = &backup.spec.redis_name;
-    ctx.metrics
-        .backups
-        .finished
-        .get_or_create(&result_labels(namespace, redis_name, "failed"))
-        .inc();
+    ctx.metrics.backups.failed(&RedisLabels {
+        namespace: namespace.to_owned(),
+        redis: redis_name.clone(),
+    });
     let note = format!("{reason}: {text}");
     announce(
         ctx,
@@ -554,13 +546,5 @@ fn post_params() -> PostParams {
     PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PostParams::default()
-    }
-}
-
-fn result_labels(namespace: &str, redis: &str, result: &'static str) -> BackupResultLabels {
-    BackupResultLabels {
-        namespace: namespace.to_owned(),
-        redis: redis.to_owned(),
-        result,
     }
 }
