@@ -192,7 +192,13 @@ async fn backup_controller(
     }
     let jobs: Api<Job> = scoped(client, namespace);
     let ctx = Arc::new(ctx);
-    let controller = Controller::new(backups, watcher::Config::default())
+    let (backup_store, backup_writer) = reflector::store();
+    let backup_watch = watcher(backups, watcher::Config::default())
+        .default_backoff()
+        .modify(crate::backup::controller::strip)
+        .reflect(backup_writer)
+        .applied_objects();
+    let controller = Controller::for_stream(backup_watch, backup_store)
         .owns(
             jobs,
             watcher::Config::default().labels(&format!(

@@ -179,6 +179,19 @@ pub fn redis_for_secret(
         .collect()
 }
 
+/// Drops from a cached Secret's metadata all but what is read (its name, namespace and
+/// resourceVersion): every Secret of the cluster is in this cache, and their labels,
+/// annotations (kubectl apply's copy of the object, data included), owner references and
+/// managedFields are the tenants' to grow (issue #40.5).
+fn strip_secret(secret: &mut SecretMeta) {
+    let metadata = &mut secret.metadata;
+    metadata.managed_fields = None;
+    metadata.annotations = None;
+    metadata.labels = None;
+    metadata.owner_references = None;
+    metadata.finalizers = None;
+}
+
 /// The metadata watch of Secrets: the cache (ready when returned), the trigger stream, the task.
 pub async fn watch(
     client: &Client,
@@ -188,11 +201,7 @@ pub async fn watch(
     let api: Api<SecretMeta> = k8s::scoped(client, namespace);
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
-        .modify(|s| {
-            s.managed_fields_mut().clear();
-            // kubectl apply's copy of the object, data included, is not needed.
-            s.annotations_mut().clear();
-        });
+        .modify(strip_secret);
     let cached = watch::cached(stream, "Secret");
     cached.ready().await?;
     Ok(cached)
@@ -428,6 +437,28 @@ async fn check(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cached_secret_keeps_its_name_and_resource_version_only() {
+        let mut secret: SecretMeta = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "pw", "namespace": "a", "resourceVersion": "7",
+                "labels": {"tenant/anything": "x"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{}}"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u"}],
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            },
+        }))
+        .expect("secret metadata");
+        strip_secret(&mut secret);
+        let kept = serde_json::to_value(&secret.metadata).expect("json");
+        assert_eq!(
+            kept,
+            serde_json::json!({"name": "pw", "namespace": "a", "resourceVersion": "7"})
+        );
+    }
+
     use super::*;
     use crate::fixtures::{self, Exchange};
     use http::Method;

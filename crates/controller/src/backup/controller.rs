@@ -45,6 +45,22 @@ pub struct Context {
     pub image: String,
 }
 
+/// Drops from a watched RedisBackup what the controller never reads, before the cache keeps it
+/// (issue #40.5: a tenant's labels and annotations are theirs to grow): managedFields, every
+/// annotation, and every label but the two the schedules read.
+pub fn strip(backup: &mut RedisBackup) {
+    let metadata = &mut backup.metadata;
+    metadata.managed_fields = None;
+    metadata.annotations = None;
+    if let Some(labels) = metadata.labels.as_mut() {
+        labels
+            .retain(|k, _| k == api::backup::REDIS_NAME_LABEL || k == api::backup::SCHEDULED_LABEL);
+        if labels.is_empty() {
+            metadata.labels = None;
+        }
+    }
+}
+
 /// Entry point for kube-runtime's Controller.
 pub async fn reconcile(backup: Arc<RedisBackup>, ctx: Arc<Context>) -> Result<Action, Error> {
     let namespace = crate::k8s::namespace(&backup.metadata)?;
@@ -546,5 +562,44 @@ fn post_params() -> PostParams {
     PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PostParams::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cached_backup_keeps_only_the_labels_the_schedules_read() {
+        let mut backup: RedisBackup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "myapp.tangx.in/v1",
+            "kind": "RedisBackup",
+            "metadata": {
+                "name": "b",
+                "labels": {
+                    "myapp.tangx.in/redis-name": "cache",
+                    "myapp.tangx.in/scheduled": "true",
+                    "tenant/anything": "x".repeat(60),
+                },
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+                "finalizers": [FINALIZER],
+            },
+            "spec": {"redisName": "cache"},
+        }))
+        .expect("backup");
+        strip(&mut backup);
+        let labels: Vec<&str> = backup.labels().keys().map(String::as_str).collect();
+        assert_eq!(
+            labels,
+            ["myapp.tangx.in/redis-name", "myapp.tangx.in/scheduled"]
+        );
+        assert!(backup.metadata.annotations.is_none());
+        assert!(backup.metadata.managed_fields.is_none());
+        assert_eq!(
+            backup.finalizers(),
+            [FINALIZER],
+            "the finalizer helper reads it"
+        );
     }
 }
