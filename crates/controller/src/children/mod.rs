@@ -261,6 +261,7 @@ where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + k8s_openapi::Resource
         + Clone
+        + PartialEq
         + DeserializeOwned
         + Debug
         + Send
@@ -277,7 +278,7 @@ where
         obj.managed_fields_mut().clear();
         strip(obj);
     });
-    watch::cached(stream, K::KIND)
+    watch::cached_on_change(stream, K::KIND)
 }
 
 /// Applies the children of `redis` that differ from the caches, and deletes the Services of the

@@ -5,8 +5,8 @@
 use crate::Error;
 use futures::{Stream, StreamExt, future};
 use kube::Resource;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
 use std::fmt::Debug;
 use std::hash::Hash;
 
@@ -25,7 +25,7 @@ where
 }
 
 /// Reflects `stream` (a `watcher`, with its backoff and whatever `modify`/`map_ok` trims the
-/// objects) into a new store, in a task of its own; the objects it touches come out of
+/// objects) into a new store, in a task of its own; every object it touches comes out of
 /// [`Cached::events`]. `what` names the watch in logs and errors.
 pub fn cached<K, S>(stream: S, what: &'static str) -> Cached<K>
 where
@@ -33,19 +33,70 @@ where
     K::DynamicType: Default + Hash + Eq + Clone + Send + Sync,
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
 {
-    let (store, writer) = reflector::store::<K>();
+    cached_waking(stream, what, |_, _| true)
+}
+
+/// As [`cached`], but an object wakes its Redis only when it was deleted or differs from the
+/// cached copy in more than its resourceVersion, as the stream's `modify` left it. For the
+/// children: their status updates, stripped before the cache (a PodDisruptionBudget's counts
+/// move with every pod's readiness), were a pass each with nothing to do.
+pub fn cached_on_change<K, S>(stream: S, what: &'static str) -> Cached<K>
+where
+    K: Resource + Clone + Debug + PartialEq + Send + Sync + 'static,
+    K::DynamicType: Default + Hash + Eq + Clone + Send + Sync,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+{
+    cached_waking(stream, what, |old, new| {
+        old.is_none_or(|old| !same_but_version(old, new))
+    })
+}
+
+/// Whether two copies of an object differ in nothing but their resourceVersion.
+fn same_but_version<K: Resource + Clone + PartialEq>(old: &K, new: &K) -> bool {
+    let mut old = old.clone();
+    old.meta_mut()
+        .resource_version
+        .clone_from(&new.meta().resource_version);
+    old == *new
+}
+
+/// The store, and the objects `wakes` (given the cached copy, if any, and the new one) passes
+/// on; deletions always.
+fn cached_waking<K, S>(
+    stream: S,
+    what: &'static str,
+    wakes: fn(Option<&K>, &K) -> bool,
+) -> Cached<K>
+where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Hash + Eq + Clone + Send + Sync,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+{
+    let mut writer = reflector::store::Writer::<K>::new(Default::default());
+    let store = writer.as_reader();
+    let cache = store.clone();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<K>();
-    let task = stream
-        .reflect(writer)
-        .touched_objects()
-        .for_each(move |obj| {
-            match obj {
+    let task = stream.for_each(move |event| {
+        match event {
+            Ok(event) => {
+                let woken = match &event {
+                    watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => {
+                        let cached = cache.get(&ObjectRef::from_obj(obj));
+                        wakes(cached.as_deref(), obj).then(|| obj.clone())
+                    }
+                    watcher::Event::Delete(obj) => Some(obj.clone()),
+                    watcher::Event::Init | watcher::Event::InitDone => None,
+                };
+                writer.apply_watcher_event(&event);
                 // The Controller may have stopped; then nobody needs the trigger.
-                Ok(obj) => drop(tx.send(obj)),
-                Err(e) => tracing::warn!(error = %e, what, "watch error; retrying with backoff"),
+                if let Some(obj) = woken {
+                    drop(tx.send(obj));
+                }
             }
-            future::ready(())
-        });
+            Err(e) => tracing::warn!(error = %e, what, "watch error; retrying with backoff"),
+        }
+        future::ready(())
+    });
     let events = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
@@ -76,5 +127,47 @@ where
                 source,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+    fn pdb(version: &str, max_unavailable: i32) -> PodDisruptionBudget {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "cache", "namespace": "ns", "resourceVersion": version},
+            "spec": {"maxUnavailable": max_unavailable},
+        }))
+        .expect("pdb")
+    }
+
+    /// The events a watch of PodDisruptionBudgets (their status stripped, as the children's
+    /// watch does) passes on: the first sight, a spec change and a deletion; not a status
+    /// update, which the strip leaves as a new resourceVersion alone.
+    #[tokio::test]
+    async fn a_child_wakes_its_redis_on_a_change_or_a_deletion_not_on_its_status() {
+        let events = vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(pdb("1", 1)),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(pdb("2", 1)),
+            watcher::Event::Apply(pdb("3", 1)),
+            watcher::Event::Apply(pdb("4", 2)),
+            watcher::Event::Delete(pdb("5", 2)),
+        ];
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        let mut cached = cached_on_change(stream, "PodDisruptionBudget");
+        cached.ready().await.expect("ready");
+        let mut woken = Vec::new();
+        while woken.len() < 3 {
+            let pdb = cached.events.next().await.expect("an event").expect("ok");
+            woken.push(pdb.metadata.resource_version.unwrap_or_default());
+        }
+        assert_eq!(woken, ["1", "4", "5"]);
+        cached.task.await.expect("the watch ends with its stream");
+        assert!(cached.events.next().await.is_none(), "nothing else woke");
+        assert!(cached.store.is_empty(), "the deletion reached the store");
     }
 }
