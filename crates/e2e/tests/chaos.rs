@@ -108,8 +108,8 @@ enum Fault {
     /// Its node cut off (`node-partition`).
     NodePartition,
     /// Only the controller's path to it cut (`fault.sh path-cut`): the clients, its kubelet and
-    /// the other pods still reach it. At the primary, the controller fails over while the
-    /// clients still write to the old primary.
+    /// the other pods still reach it. At the primary, its replicas still hear it, so the
+    /// controller must not fail it over (DESIGN §3b rule 4, `plan::heard_by`).
     PathCut,
 }
 
@@ -434,6 +434,12 @@ impl Bed {
                 (Aim::Primary, Fault::ProcessFreeze) => {
                     tokio::time::sleep(FAILOVER_AFTER + Duration::from_secs(12)).await;
                 }
+                // The replicas still hear the primary, so the controller must not fail it over
+                // (DESIGN §3b rule 4: not while its replicas hear it); held as long as a frozen
+                // one, so that a controller that did would have promoted a replica by then.
+                (Aim::Primary, Fault::PathCut) => {
+                    tokio::time::sleep(FAILOVER_AFTER + Duration::from_secs(12)).await;
+                }
                 // Healed once a replica elsewhere took over (its pods may have been replaced
                 // meanwhile); healed even when no failover came, when `first` drops.
                 (Aim::Primary, _) => {
@@ -449,7 +455,9 @@ impl Bed {
         // A fault at the primary takes its data or its process away, so a new primary follows.
         // Waiting for one other than the old also keeps a status written before the fault (the
         // controller stopped, or not yet looking) from passing for the state after it.
-        let not = (round.kind.aim == Aim::Primary).then_some(primary);
+        // A cut of the controller's path alone takes nothing away: the primary may stay.
+        let not = (round.kind.aim == Aim::Primary && round.kind.fault != Fault::PathCut)
+            .then_some(primary);
         let now = conditions::wait_replicating(&self.ns, NAME, 3, CONVERGE, not).await?;
         acknowledged_since(history, healed).await?;
         Ok(now)
