@@ -661,7 +661,7 @@ async fn a_foreign_job_named_like_a_backup_s_survives_the_backup() -> Result<(),
         &ns,
         "nightly",
         json!({"redisName": "absent", "destination": {"s3": {
-            "endpoint": "http://10.88.0.1:1", "bucket": "b", "region": "r",
+            "endpoint": "http://10.88.0.1:1", "bucket": "backups", "region": "us-east-1",
             "credentialsSecretRef": {"name": CREDENTIALS}}}}),
     )
     .await?;
