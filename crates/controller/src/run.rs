@@ -6,7 +6,7 @@ use crate::cached::CachedPod;
 use crate::cli::Cli;
 use crate::k8s::watch::Cached;
 use crate::k8s::{FIELD_MANAGER, redis_watch, scoped, watch};
-use crate::metrics::{Metrics, RedisLabels};
+use crate::metrics::Metrics;
 use crate::reconcile::{self, Context};
 use api::{Redis, RedisBackup};
 use futures::{FutureExt, StreamExt, TryStreamExt, future};
@@ -18,7 +18,6 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::utils::predicates;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Client, ResourceExt};
-use std::collections::HashSet;
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -229,26 +228,8 @@ fn forget_gone(
     event: watcher::Event<DynamicObject>,
 ) -> watcher::Event<DynamicObject> {
     match &event {
-        watcher::Event::Delete(gone) => {
-            ctx.forget(gone.metadata.uid.as_deref().unwrap_or_default());
-            if let (Some(namespace), Some(name)) = (&gone.metadata.namespace, &gone.metadata.name) {
-                ctx.metrics.backups.forget(&RedisLabels {
-                    namespace: namespace.clone(),
-                    redis: name.clone(),
-                });
-            }
-        }
-        watcher::Event::InitDone => {
-            ctx.sweep(redis);
-            let live: HashSet<(String, String)> = redis
-                .state()
-                .iter()
-                .filter_map(|r| Some((r.metadata.namespace.clone()?, r.metadata.name.clone()?)))
-                .collect();
-            ctx.metrics
-                .backups
-                .keep_only(|r| live.contains(&(r.namespace.clone(), r.redis.clone())));
-        }
+        watcher::Event::Delete(gone) => ctx.forget_deleted(gone),
+        watcher::Event::InitDone => ctx.sweep(redis),
         _ => {}
     }
     event

@@ -8,7 +8,7 @@ use crate::children::OperatorPods;
 use crate::k8s::FIELD_MANAGER;
 use crate::k8s::by_redis::{ByRedis, Remembers};
 use crate::k8s::terminating::TerminatingNamespaces;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RedisLabels};
 use crate::{acl, auth, children, config, replication, tls};
 use api::Redis;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -156,17 +156,41 @@ impl Context {
         }
     }
 
+    /// Forgets the Redis the watch saw deleted: what the features remember of it, and its
+    /// backup metric series (kept by namespace and name).
+    pub fn forget_deleted(&self, gone: &DynamicObject) {
+        self.forget(gone.metadata.uid.as_deref().unwrap_or_default());
+        if let (Some(namespace), Some(name)) = (&gone.metadata.namespace, &gone.metadata.name) {
+            self.metrics.backups.forget(&RedisLabels {
+                namespace: namespace.clone(),
+                redis: name.clone(),
+            });
+        }
+    }
+
     /// Forgets every Redis the Redis cache no longer has (deleted while no finalizer ran and no
-    /// delete was seen, as across a re-list).
+    /// delete was seen, as across a re-list), its backup metric series too.
     pub fn sweep(&self, redis: &Store<DynamicObject>) {
-        let live: HashSet<String> = redis
-            .state()
+        let state = redis.state();
+        let live: HashSet<&str> = state
             .iter()
-            .filter_map(|r| r.metadata.uid.clone())
+            .filter_map(|r| r.metadata.uid.as_deref())
             .collect();
         for memory in self.memories() {
             memory.keep_only(&|uid| live.contains(uid));
         }
+        let named: HashSet<(&str, &str)> = state
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r.metadata.namespace.as_deref()?,
+                    r.metadata.name.as_deref()?,
+                ))
+            })
+            .collect();
+        self.metrics
+            .backups
+            .keep_only(|r| named.contains(&(r.namespace.as_str(), r.redis.as_str())));
     }
 
     /// Writes `status` (server-side apply on the status subresource, forced), unless it is
